@@ -1,0 +1,270 @@
+"""Canal-JSON, as TiCDC writes it (spec: ticdc-canal-json-protocol.md; reference section 3).
+
+A DML message is one row, with TiCDC's field order: ``id, database, table,
+pkNames, isDdl, type, es, ts, sql, sqlType, mysqlType, old, data[, _tidb]``.
+Values are JSON strings (``null`` for NULL), binary values read as
+ISO-8859-1.  The encoder assembles every message of a batch column by column
+with Arrow string kernels: each column is rendered and JSON-quoted once for the
+whole batch, and the messages are the element-wise concatenation of those
+fragments with the constant parts.  Kafka keys are empty; DDL goes to
+partition 0; TIDB_WATERMARK events exist only with ``enable-tidb-extension``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import time
+from decimal import Decimal
+from typing import Any, Iterator
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..changes import OP_INSERT, OP_UPDATE, ChangeBatch
+from ..config import SinkConfig
+from ..ddl import CANAL_DDL_TYPES, DDLChange, canal_ddl_type
+from ..errors import ContractError
+from ..mysql_types import Column, TableSchema
+from ..render import json_fragments, latin1_as_text, quote_json, quote_json_array, value_text
+from .base import Decoder, DDLEvent, Encoded, Encoder, Message, RowEvent, WatermarkEvent
+
+# java.sql.Types codes (TiCDC common/java.go).
+JAVA_CHAR, JAVA_DECIMAL, JAVA_INTEGER, JAVA_SMALLINT, JAVA_REAL, JAVA_DOUBLE = 1, 3, 4, 5, 7, 8
+JAVA_VARCHAR, JAVA_DATE, JAVA_TIME, JAVA_TIMESTAMP, JAVA_BLOB, JAVA_CLOB = 12, 91, 92, 93, 2004, 2005
+JAVA_BIGINT, JAVA_TINYINT, JAVA_BIT = -5, -6, -7
+
+_JAVA_BY_KIND = {
+    "tinyint": JAVA_TINYINT, "smallint": JAVA_SMALLINT, "mediumint": JAVA_INTEGER, "int": JAVA_INTEGER,
+    "bigint": JAVA_BIGINT, "float": JAVA_REAL, "double": JAVA_DOUBLE, "decimal": JAVA_DECIMAL,
+    "bit": JAVA_BIT, "set": JAVA_BIT, "enum": JAVA_INTEGER, "year": JAVA_VARCHAR, "json": JAVA_VARCHAR,
+    "date": JAVA_DATE, "datetime": JAVA_TIMESTAMP, "timestamp": JAVA_TIMESTAMP, "time": JAVA_TIME,
+    "char": JAVA_CHAR, "varchar": JAVA_VARCHAR,
+    "tinytext": JAVA_CLOB, "text": JAVA_CLOB, "mediumtext": JAVA_CLOB, "longtext": JAVA_CLOB,
+}
+# Unsigned integers whose value exceeds the signed maximum get the next wider java type.
+_UNSIGNED_PROMOTION = {
+    "tinyint": (2**7 - 1, JAVA_SMALLINT),
+    "smallint": (2**15 - 1, JAVA_INTEGER),
+    "int": (2**31 - 1, JAVA_BIGINT),
+    "bigint": (2**63 - 1, JAVA_DECIMAL),
+}
+
+
+def java_sql_type(column: Column) -> int:
+    """The base java.sql.Types code of a column (TiCDC ``mysqlType2JavaType``)."""
+    t = column.type
+    if t.binary and t.is_string:
+        return JAVA_BLOB
+    return _JAVA_BY_KIND[t.kind]
+
+
+def canal_text(values: pa.Array, column: Column, time_zone: str) -> pa.Array:
+    """Canal's value text: TiCDC's rendering, binary-charset strings read as ISO-8859-1."""
+    text = value_text(values, column.type, time_zone)
+    if column.type.binary and column.type.is_string:
+        return latin1_as_text(text)
+    return text
+
+
+class CanalJSONEncoder(Encoder):
+    """Canal-JSON messages for one table shape, built a batch at a time."""
+
+    def __init__(self, config: SinkConfig, table: TableSchema | None):
+        super().__init__(config, table)
+        if table is None:  # control events only (emit_ddl)
+            return
+        self._quoted_names = [quote_json(c.name) for c in table.columns]
+        self._pk_names = "[" + ",".join(quote_json(n) for n in table.primary_key_names) + "]"
+        type_name = (lambda c: c.type.full_name) if config.content_compatible else (lambda c: c.type.short_name)
+        # TiCDC builds mysqlType from a Go map, so consumers must not rely on its order; column order here.
+        self._mysql_types = "{" + ",".join(
+            f"{q}:{quote_json(type_name(c))}" for q, c in zip(self._quoted_names, table.columns)) + "}"
+        self._java_types = [java_sql_type(c) for c in table.columns]
+
+    # -- rows
+
+    def encode_values(self, batch: ChangeBatch, build_ms: int | None = None) -> pa.Array:
+        """One Canal-JSON document per row of the batch, as a string array."""
+        config = self.config
+        build_ms = int(time.time() * 1000) if build_ms is None else build_ms
+        columns = self.table.columns
+        new_text = [canal_text(batch.columns[c.name], c, config.time_zone) for c in columns]
+        new_frags = [json_fragments(t) for t in new_text]
+
+        has_old = batch.before is not None
+        is_update = batch.ops == OP_UPDATE
+        event_types = np.array(['"INSERT"', '"INSERT"', '"UPDATE"', '"DELETE"'], dtype=object)
+        ops = batch.ops if has_old else np.where(is_update, OP_INSERT, batch.ops)  # old value off
+        type_json = pa.array(event_types[ops], pa.string())
+
+        old_json: pa.Array | str = "null"
+        if has_old and is_update.any():
+            old_frags = [json_fragments(canal_text(batch.before[c.name], c, config.time_zone)) for c in columns]
+            old_doc = self._old_document(new_frags, old_frags)
+            old_json = pc.if_else(pa.array(is_update), old_doc, "null")
+
+        es = pa.array(batch.commit_ts >> np.uint64(18)).cast(pa.string())
+        parts: list[Any] = [
+            '{"id":0,"database":', quote_json_array(batch.databases),
+            ',"table":', quote_json_array(batch.tables),
+            f',"pkNames":{self._pk_names},"isDdl":false,"type":', type_json,
+            ',"es":', es,
+            f',"ts":{build_ms},"sql":"","sqlType":', self._sql_types(batch),
+            f',"mysqlType":{self._mysql_types},"old":', old_json,
+            ',"data":', self._document(new_frags),
+        ]
+        if config.enable_tidb_extension:
+            parts += [',"_tidb":{"commitTs":', pa.array(batch.commit_ts).cast(pa.string()), "}"]
+        parts.append("}")
+        return _concat(parts, batch.num_rows)
+
+    def encode_rows(self, batch: ChangeBatch, topics: list[str], topic_of_row: np.ndarray,
+                    partition_of_row: np.ndarray) -> Iterator[Message]:
+        values = self.encode_values(batch)
+        self.check_sizes(batch, values)
+        topic_names = [topics[i] for i in topic_of_row.tolist()] if len(topics) > 1 else None
+        for i, (value, partition) in enumerate(zip(values.to_pylist(), partition_of_row.tolist())):
+            yield Message(topic_names[i] if topic_names else topics[0], partition, None, value)
+
+    def _document(self, frags: list[pa.Array]) -> pa.Array:
+        """``[{"c1":v1,"c2":v2}]`` per row."""
+        parts: list[Any] = []
+        for i, (name, frag) in enumerate(zip(self._quoted_names, frags)):
+            parts += [("[{" if i == 0 else ",") + name + ":", frag]
+        parts.append("}]")
+        return _concat(parts, len(frags[0]))
+
+    def _old_document(self, new_frags: list[pa.Array], old_frags: list[pa.Array]) -> pa.Array:
+        if not self.config.only_output_updated_columns:
+            return self._document(old_frags)
+        # Only the columns whose value changed (TiCDC compares the rendered values).
+        pieces = []
+        for name, new, old in zip(self._quoted_names, new_frags, old_frags):
+            piece = pc.binary_join_element_wise("," + name + ":", old, "")
+            pieces.append(pc.if_else(pc.equal(new, old), "", piece))
+        joined = pc.binary_join_element_wise(*pieces, "")
+        body = pc.utf8_slice_codeunits(joined, 1)
+        return pc.binary_join_element_wise("[{", body, "}]", "")
+
+    def _sql_types(self, batch: ChangeBatch) -> pa.Array | str:
+        """``sqlType`` per row: constant unless an unsigned value needs the wider java type."""
+        parts: list[Any] = []
+        varies = False
+        for i, (name, column, base) in enumerate(zip(self._quoted_names, self.table.columns, self._java_types)):
+            code: Any = str(base)
+            promotion = _UNSIGNED_PROMOTION.get(column.type.kind) if column.type.unsigned else None
+            if promotion is not None:
+                limit, wider = promotion
+                over = pc.fill_null(pc.greater(batch.columns[column.name], pa.scalar(limit, pa.uint64())), False)
+                if pc.any(over).as_py():
+                    code = pc.if_else(over, str(wider), str(base))
+                    varies = True
+            parts += [("{" if i == 0 else ",") + name + ":", code]
+        parts.append("}")
+        if not varies:
+            return "".join(parts)
+        return _concat(parts, batch.num_rows)
+
+    # -- control events
+
+    def _control(self, database: str, table: str, is_ddl: bool, event_type: str, es_ts: int, query: str,
+                 extension: str | None) -> str:
+        """The struct-marshalled layout TiCDC uses for DDL and watermark events (data before old)."""
+        text = (
+            f'{{"id":0,"database":{quote_json(database)},"table":{quote_json(table)},"pkNames":null,'
+            f'"isDdl":{"true" if is_ddl else "false"},"type":{quote_json(event_type)},'
+            f'"es":{es_ts >> 18},"ts":{int(time.time() * 1000)},"sql":{quote_json(query)},'
+            f'"sqlType":null,"mysqlType":null,"data":null,"old":null'
+        )
+        if extension is not None:
+            text += f',"_tidb":{{{extension}}}'
+        return text + "}"
+
+    def encode_ddl(self, ddl: DDLChange) -> Encoded:
+        event_type = ddl.type_override.upper() if ddl.type_override else canal_ddl_type(ddl.action)
+        if event_type not in CANAL_DDL_TYPES:
+            raise ContractError(self.config.ddl_type_column, ddl.type_override, f"DDL {ddl.query!r}",
+                                f"a Canal DDL type is one of {', '.join(CANAL_DDL_TYPES)}")
+        extension = f'"commitTs":{ddl.commit_ts}' if self.config.enable_tidb_extension else None
+        value = self._control(ddl.database, ddl.table, True, event_type, ddl.commit_ts, ddl.query, extension)
+        return Encoded(None, value, 0)
+
+    def encode_watermark(self, ts: int) -> Encoded | None:
+        if not self.config.enable_tidb_extension:
+            return None
+        value = self._control("", "", False, "TIDB_WATERMARK", ts, "", f'"watermarkTs":{ts}')
+        return Encoded(None, value, None)
+
+
+def _concat(parts: list, length: int) -> pa.Array:
+    """Element-wise concatenation of string arrays and constant strings."""
+    if not any(isinstance(p, (pa.Array, pa.ChunkedArray)) for p in parts):
+        return pa.array(["".join(parts)] * length, pa.string())
+    return pc.binary_join_element_wise(*parts, "")
+
+
+# ---------------------------------------------------------------------------
+# Decoding
+
+
+def _base_type(mysql_type: str) -> tuple[str, bool]:
+    text = mysql_type.lower()
+    base = text.split("(")[0].split(" ")[0]
+    return base, "unsigned" in text
+
+
+def decode_value(text: str | None, mysql_type: str) -> Any:
+    """A Canal value string back to a Python value, typed by its ``mysqlType``.
+
+    Integers, BIT, YEAR, ENUM (index) and SET (bitmask) become int; FLOAT/DOUBLE
+    float; DECIMAL Decimal; DATE date; DATETIME/TIMESTAMP naive datetime in the
+    rendering time zone; binary types bytes; TIME, JSON and text stay str.
+    """
+    if text is None:
+        return None
+    base, _ = _base_type(mysql_type)
+    if base in ("tinyint", "smallint", "mediumint", "int", "bigint", "bit", "year", "enum", "set"):
+        return int(text)
+    if base in ("float", "double"):
+        return float(text.replace("+Inf", "inf").replace("-Inf", "-inf"))
+    if base == "decimal":
+        return Decimal(text)
+    if base == "date":
+        return dt.date.fromisoformat(text)
+    if base in ("datetime", "timestamp"):
+        return dt.datetime.fromisoformat(text)
+    if "blob" in base or "binary" in base:
+        return text.encode("latin-1")
+    return text
+
+
+class CanalJSONDecoder(Decoder):
+    def decode(self, key: bytes | None, value: bytes) -> list:
+        doc = json.loads(value)
+        extension = doc.get("_tidb") or {}
+        if doc.get("isDdl"):
+            return [DDLEvent(doc["database"], doc["table"], doc["sql"], doc["type"], extension.get("commitTs"))]
+        if doc.get("type") == "TIDB_WATERMARK":
+            return [WatermarkEvent(extension["watermarkTs"])]
+        types = doc.get("mysqlType") or {}
+
+        def typed(row: dict | None) -> dict | None:
+            if row is None:
+                return None
+            return {name: decode_value(v, types.get(name, "")) for name, v in row.items()}
+
+        data = doc["data"][0] if doc.get("data") else None
+        old = doc["old"][0] if doc.get("old") else None
+        return [RowEvent(
+            type=doc["type"],
+            database=doc["database"],
+            table=doc["table"],
+            commit_ts=extension.get("commitTs"),
+            columns=typed(data),
+            old=typed(old),
+            primary_keys=list(doc.get("pkNames") or []),
+            mysql_types=dict(types),
+        )]
+

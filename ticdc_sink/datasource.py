@@ -1,0 +1,112 @@
+"""The Spark data source ``ticdc``: options -> a validated ``WritePlan``; batch and stream writers.
+
+Both writers feed the same pipeline (``writer.WritePlan``) with Arrow record
+batches: Spark's Arrow writers where this pyspark has them (batch since 4.0,
+streaming since 4.1), and on pyspark 4.0 streaming the Row writer re-batched
+into Arrow.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Iterator
+
+from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, DataSourceStreamWriter
+
+from .config import SPARK_OWN_OPTIONS, parse_options
+from .errors import ConfigError
+from .writer import TaskReport, WritePlan, rows_to_record_batches
+
+try:  # pyspark >= 4.1
+    from pyspark.sql.datasource import DataSourceStreamArrowWriter
+except ImportError:  # pyspark 4.0
+    DataSourceStreamArrowWriter = None
+
+log = logging.getLogger(__name__)
+
+NO_OPTIONS_HELP = (
+    "the ticdc sink received no options. Spark does not pass the OPTIONS of "
+    "'CREATE TABLE ... USING ticdc' to a Python data source's writer; instead use "
+    "'CREATE TEMPORARY VIEW v USING ticdc OPTIONS (...)' then 'INSERT INTO v SELECT ...', "
+    "or 'INSERT INTO t WITH ('protocol'='canal-json', ...) SELECT ...', "
+    "or df.write.format('ticdc').option(...)"
+)
+
+
+class TiCDCDataSource(DataSource):
+    """Writes row changes to Kafka in TiCDC's protocols. Write-only."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "ticdc"
+
+    def _plan(self, schema) -> WritePlan:
+        own = {k: v for k, v in self.options.items() if str(k).lower() not in SPARK_OWN_OPTIONS}
+        if not own:
+            raise ConfigError("protocol", None, NO_OPTIONS_HELP)
+        return WritePlan.for_schema(parse_options(self.options), schema)
+
+    def writer(self, schema, overwrite: bool) -> "TiCDCBatchWriter":
+        if overwrite:
+            raise ConfigError("mode", "overwrite", "a change feed can only be appended: use mode('append')")
+        return TiCDCBatchWriter(self._plan(schema))
+
+    def streamWriter(self, schema, overwrite: bool):
+        plan = self._plan(schema)
+        if DataSourceStreamArrowWriter is not None:
+            return TiCDCStreamArrowWriter(plan)
+        return TiCDCStreamRowWriter(plan, schema)
+
+
+class TiCDCBatchWriter(DataSourceArrowWriter):
+    def __init__(self, plan: WritePlan):
+        self.plan = plan
+
+    def write(self, iterator) -> TaskReport:
+        return self.plan.write(iterator)
+
+    def commit(self, messages) -> None:
+        self.plan.commit(messages)
+
+    def abort(self, messages) -> None:
+        written = sum(m.rows for m in messages if m is not None)
+        log.warning("ticdc sink: write aborted; %d row(s) from tasks that succeeded are in Kafka (at-least-once)",
+                    written)
+
+
+class _StreamCommit:
+    """Driver side of a streaming query: watermarks never go backwards."""
+
+    plan: WritePlan
+    _watermark = 0
+
+    def commit(self, messages, batchId: int) -> None:
+        self._watermark = self.plan.commit(messages, self._watermark)
+
+    def abort(self, messages, batchId: int) -> None:
+        written = sum(m.rows for m in messages if m is not None)
+        log.warning("ticdc sink: micro-batch %d aborted; %d row(s) from tasks that succeeded are in Kafka "
+                    "and will be written again on retry (at-least-once)", batchId, written)
+
+
+if DataSourceStreamArrowWriter is not None:
+
+    class TiCDCStreamArrowWriter(_StreamCommit, DataSourceStreamArrowWriter):
+        def __init__(self, plan: WritePlan):
+            self.plan = plan
+
+        def write(self, iterator) -> TaskReport:
+            return self.plan.write(iterator)
+
+
+class TiCDCStreamRowWriter(_StreamCommit, DataSourceStreamWriter):
+    """pyspark 4.0: Rows re-batched into Arrow, then the same pipeline."""
+
+    def __init__(self, plan: WritePlan, schema):
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        self.plan = plan
+        self.arrow_schema = to_arrow_schema(schema)
+
+    def write(self, iterator: Iterator) -> TaskReport:
+        return self.plan.write(rows_to_record_batches(iterator, self.arrow_schema))

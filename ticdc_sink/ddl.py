@@ -1,0 +1,206 @@
+"""DDL statements: what TiDB would call them, and what each protocol calls that.
+
+TiCDC types a DDL by TiDB's ``ActionType``, which it gets from the schema
+change itself.  The sink only has the statement text, so it recognises the
+action from the statement's leading words and ALTER TABLE clauses, then maps
+the action to each protocol's DDL type the way TiCDC does (e.g. Canal's
+``convertDdlEventType``).  An explicit ``_ddl_type`` column overrides this.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# TiDB ActionType codes (parser/model) for the actions recognised here.
+ACTION_CODES = {
+    "create schema": 1,
+    "drop schema": 2,
+    "create table": 3,
+    "drop table": 4,
+    "add column": 5,
+    "drop column": 6,
+    "add index": 7,
+    "drop index": 8,
+    "add foreign key": 9,
+    "drop foreign key": 10,
+    "truncate table": 11,
+    "modify column": 12,
+    "rebase auto id": 13,
+    "rename table": 14,
+    "set default value": 15,
+    "shard row id": 16,
+    "modify table comment": 17,
+    "rename index": 18,
+    "add table partition": 19,
+    "drop table partition": 20,
+    "create view": 21,
+    "modify table charset and collate": 22,
+    "truncate table partition": 23,
+    "drop view": 24,
+    "recover table": 25,
+    "modify schema charset and collate": 26,
+    "lock table": 27,
+    "unlock table": 28,
+    "repair table": 29,
+    "set tiflash replica": 30,
+    "add primary key": 32,
+    "drop primary key": 33,
+    "create sequence": 34,
+    "alter sequence": 35,
+    "drop sequence": 36,
+    "alter index visibility": 41,
+    "exchange table partition": 42,
+    "rename tables": 55,
+    "multi-schema change": 61,
+    "reorganize partition": 64,
+    "alter table partitioning": 71,
+    "remove partitioning": 72,
+}
+
+_W = r"\s+"
+# Statement-level patterns, tried in order; the first match names the action.
+_STATEMENTS = [
+    (r"create" + _W + r"(database|schema)\b", "create schema"),
+    (r"drop" + _W + r"(database|schema)\b", "drop schema"),
+    (r"alter" + _W + r"(database|schema)\b", "modify schema charset and collate"),
+    (r"create" + _W + r"(or" + _W + r"replace" + _W + r")?(algorithm\s*=\s*\w+\s+)?(definer\s*=\s*\S+\s+)?"
+     r"(sql" + _W + r"security" + _W + r"\w+\s+)?view\b", "create view"),
+    (r"drop" + _W + r"view\b", "drop view"),
+    (r"create" + _W + r"(global" + _W + r"|local" + _W + r")?(temporary" + _W + r")?table\b", "create table"),
+    (r"drop" + _W + r"(temporary" + _W + r")?table\b", "drop table"),
+    (r"truncate\b", "truncate table"),
+    (r"create" + _W + r"(unique" + _W + r"|fulltext" + _W + r"|spatial" + _W + r")?index\b", "add index"),
+    (r"drop" + _W + r"index\b", "drop index"),
+    (r"create" + _W + r"sequence\b", "create sequence"),
+    (r"alter" + _W + r"sequence\b", "alter sequence"),
+    (r"drop" + _W + r"sequence\b", "drop sequence"),
+    (r"(recover|flashback)" + _W + r"table\b", "recover table"),
+    (r"lock" + _W + r"tables?\b", "lock table"),
+    (r"unlock" + _W + r"tables?\b", "unlock table"),
+    (r"admin" + _W + r"repair" + _W + r"table\b", "repair table"),
+]
+# ALTER TABLE clauses, tried in order.
+_ALTER_CLAUSES = [
+    (r"add" + _W + r"(constraint" + _W + r"(\S+" + _W + r")?)?primary" + _W + r"key\b", "add primary key"),
+    (r"add" + _W + r"(constraint" + _W + r"(\S+" + _W + r")?)?foreign" + _W + r"key\b", "add foreign key"),
+    (r"add" + _W + r"(constraint" + _W + r"(\S+" + _W + r")?)?(unique|fulltext|spatial|index|key)\b", "add index"),
+    (r"add" + _W + r"partition\b", "add table partition"),
+    (r"add\b", "add column"),
+    (r"drop" + _W + r"primary" + _W + r"key\b", "drop primary key"),
+    (r"drop" + _W + r"foreign" + _W + r"key\b", "drop foreign key"),
+    (r"drop" + _W + r"(index|key)\b", "drop index"),
+    (r"drop" + _W + r"partition\b", "drop table partition"),
+    (r"drop\b", "drop column"),
+    (r"truncate" + _W + r"partition\b", "truncate table partition"),
+    (r"exchange" + _W + r"partition\b", "exchange table partition"),
+    (r"reorganize" + _W + r"partition\b", "reorganize partition"),
+    (r"remove" + _W + r"partitioning\b", "remove partitioning"),
+    (r"partition" + _W + r"by\b", "alter table partitioning"),
+    (r"alter" + _W + r"(column" + _W + r")?\S+" + _W + r"(set|drop)" + _W + r"default\b", "set default value"),
+    (r"alter" + _W + r"index\b", "alter index visibility"),
+    (r"(modify|change)\b", "modify column"),
+    (r"rename" + _W + r"(index|key)\b", "rename index"),
+    (r"rename\b", "rename table"),
+    (r"comment\b", "modify table comment"),
+    (r"auto_increment\b", "rebase auto id"),
+    (r"(auto_id_cache)\b", "rebase auto id"),
+    (r"shard_row_id_bits\b", "shard row id"),
+    (r"set" + _W + r"tiflash" + _W + r"replica\b", "set tiflash replica"),
+    (r"((default" + _W + r")?(character" + _W + r"set|charset|collate)|convert" + _W + r"to)\b",
+     "modify table charset and collate"),
+]
+_ALTER_TABLE = re.compile(r"alter" + _W + r"(ignore" + _W + r")?table" + _W
+                          + r"(`(?:[^`]|``)+`|[^\s`]+)(\s*\.\s*(`(?:[^`]|``)+`|[^\s`]+))?\s*", re.I | re.S)
+_RENAME_TABLE = re.compile(r"rename" + _W + r"tables?\b(.*)", re.I | re.S)
+
+
+@dataclass(frozen=True)
+class DDLChange:
+    """A DDL event: the statement, where it applies and when it committed."""
+
+    database: str
+    table: str
+    query: str
+    commit_ts: int
+    action: str  # a key of ACTION_CODES, or "unknown"
+    type_override: str | None = None
+
+
+def _strip_comments(sql: str) -> str:
+    sql = re.sub(r"/\*(?!!|\+).*?\*/", " ", sql, flags=re.S)
+    return sql.strip()
+
+
+def _top_level_clauses(text: str) -> list[str]:
+    clauses, depth, quote, start = [], 0, None, 0
+    for i, ch in enumerate(text):
+        if quote:
+            if ch == quote:
+                quote = None
+        elif ch in "'`\"":
+            quote = ch
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            clauses.append(text[start:i].strip())
+            start = i + 1
+    clauses.append(text[start:].strip())
+    return [c for c in clauses if c]
+
+
+def classify(statement: str) -> str:
+    """The TiDB action a DDL statement performs, or ``"unknown"``."""
+    sql = _strip_comments(statement)
+    rename = _RENAME_TABLE.match(sql)
+    if rename:
+        return "rename tables" if len(_top_level_clauses(rename.group(1))) > 1 else "rename table"
+    alter = _ALTER_TABLE.match(sql)
+    if alter:
+        clauses = _top_level_clauses(sql[alter.end():].rstrip(";"))
+        actions = {_classify_alter_clause(c) for c in clauses} - {None}
+        if len(clauses) > 1 and not (len(actions) == 1 and actions <= {"add column", "drop column"}):
+            return "multi-schema change"
+        return actions.pop() if len(actions) == 1 else "unknown"
+    for pattern, action in _STATEMENTS:
+        if re.match(pattern, sql, re.I):
+            return action
+    return "unknown"
+
+
+def _classify_alter_clause(clause: str) -> str | None:
+    for pattern, action in _ALTER_CLAUSES:
+        if re.match(pattern, clause, re.I):
+            return action
+    return None
+
+
+# Canal's DDL event type per action (TiCDC canal/helper.go convertDdlEventType); the
+# Simple protocol uses the same names and adds ``exchange table partition`` -> ALTER.
+_CANAL_TYPES = {
+    "create table": "CREATE",
+    "rename table": "RENAME",
+    "rename tables": "RENAME",
+    "add index": "CINDEX",
+    "add foreign key": "CINDEX",
+    "add primary key": "CINDEX",
+    "drop index": "DINDEX",
+    "drop foreign key": "DINDEX",
+    "drop primary key": "DINDEX",
+    "drop table": "ERASE",
+    "truncate table": "TRUNCATE",
+    **dict.fromkeys(
+        ["add column", "drop column", "modify column", "rebase auto id", "set default value",
+         "modify table comment", "rename index", "add table partition", "drop table partition",
+         "modify table charset and collate", "truncate table partition", "alter index visibility",
+         "multi-schema change", "reorganize partition", "alter table partitioning", "remove partitioning"],
+        "ALTER",
+    ),
+}
+CANAL_DDL_TYPES = ("CREATE", "ALTER", "ERASE", "RENAME", "TRUNCATE", "CINDEX", "DINDEX", "QUERY")
+
+
+def canal_ddl_type(action: str) -> str:
+    return _CANAL_TYPES.get(action, "QUERY")

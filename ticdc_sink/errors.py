@@ -1,0 +1,31 @@
+"""The sink's errors: each one names what the user must look at to fix it."""
+
+from __future__ import annotations
+
+
+class TiCDCSinkError(Exception):
+    """Base class of every error the sink raises on purpose."""
+
+
+class ConfigError(TiCDCSinkError, ValueError):
+    """A bad option: names the option, the value given and what is allowed."""
+
+    def __init__(self, option: str, value, allowed: str):
+        self.option, self.value, self.allowed = option, value, allowed
+        super().__init__(f"option {option!r}: bad value {value!r}: {allowed}")
+
+
+class ContractError(TiCDCSinkError, ValueError):
+    """A row that breaks the input contract: names the column, the value and the row's key."""
+
+    def __init__(self, column: str, value, row_key: str, problem: str):
+        self.column, self.value, self.row_key, self.problem = column, value, row_key, problem
+        super().__init__(f"column {column!r}: value {value!r} in row {row_key}: {problem}")
+
+
+class MessageTooLargeError(TiCDCSinkError):
+    """An encoded event larger than ``max-message-bytes`` (TiCDC's ErrMessageTooLarge)."""
+
+
+class DeliveryError(TiCDCSinkError):
+    """The broker did not acknowledge every message: the task must not report success."""

@@ -1,0 +1,179 @@
+"""Kafka output through librdkafka: the producer's lifecycle, topics and delivery checks.
+
+The producer is always idempotent with ``acks=all``, so librdkafka's retries
+never duplicate or reorder a partition's messages.  Every delivery report is
+checked: ``flush()`` returns only when the broker acknowledged every message
+produced so far, and raises otherwise, so a task never reports rows that are
+not in Kafka.  A broker that cannot be reached fails within
+``broker-timeout-ms`` (the metadata wait and librdkafka's ``message.timeout.ms``).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from confluent_kafka import KafkaError, KafkaException, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from .config import SinkConfig
+from .errors import ConfigError, DeliveryError
+
+log = logging.getLogger(__name__)
+
+
+def producer_settings(config: SinkConfig) -> dict[str, object]:
+    settings: dict[str, object] = {
+        "linger.ms": 5,
+        "message.timeout.ms": config.broker_timeout_ms,
+        "socket.connection.setup.timeout.ms": config.broker_timeout_ms,
+        # Room for a message of max-message-bytes plus the record overhead.
+        "message.max.bytes": max(1_000_000, config.max_message_bytes + 1024),
+    }
+    settings.update(config.kafka)
+    settings.update({"enable.idempotence": True, "acks": "all"})
+    return settings
+
+
+class KafkaOutput:
+    """One producer with checked deliveries, plus the topic metadata a task needs."""
+
+    def __init__(self, config: SinkConfig):
+        self.config = config
+        self._settings = producer_settings(config)
+        self._producer = Producer({**self._settings, "error_cb": self._on_client_error})
+        self._partition_counts: dict[str, int] = {}
+        self._failures: list[str] = []
+        self._client_errors: list[str] = []
+        self._pending = 0
+        self.delivered = 0
+
+    # -- topics
+
+    def partition_count(self, topic: str) -> int:
+        """Partitions of ``topic``, creating it when it is missing and creation is allowed."""
+        if topic not in self._partition_counts:
+            self._partition_counts[topic] = self._lookup_or_create(topic)
+        return self._partition_counts[topic]
+
+    def _metadata(self):
+        # All topics: asking for one by name lets some brokers auto-create it with their defaults.
+        timeout = self.config.broker_timeout_ms / 1000
+        try:
+            return self._producer.list_topics(timeout=timeout)
+        except KafkaException as e:
+            raise DeliveryError(
+                f"cannot reach the Kafka brokers {self.config.bootstrap_servers} within "
+                f"broker-timeout-ms={self.config.broker_timeout_ms}: {e.args[0]}"
+                + self._client_error_note()
+            ) from None
+
+    def _lookup_or_create(self, topic: str) -> int:
+        metadata = self._metadata().topics.get(topic)
+        if metadata is not None and metadata.error is None and metadata.partitions:
+            return len(metadata.partitions)
+        if not self.config.auto_create_topic:
+            raise ConfigError("topic", topic, "the topic does not exist; create it or set auto-create-topic=true")
+        self._create(topic)
+        deadline = time.monotonic() + self.config.broker_timeout_ms / 1000
+        while time.monotonic() < deadline:
+            metadata = self._metadata().topics.get(topic)
+            if metadata is not None and metadata.error is None and metadata.partitions:
+                return len(metadata.partitions)
+            time.sleep(0.1)
+        raise DeliveryError(f"topic {topic!r} was created but shows no partitions on {self.config.bootstrap_servers}")
+
+    def _create(self, topic: str) -> None:
+        admin_settings = {k: v for k, v in self._settings.items() if _is_client_setting(k)}
+        admin = AdminClient(admin_settings)
+        future = admin.create_topics(
+            [NewTopic(topic, num_partitions=self.config.partition_num,
+                      replication_factor=self.config.replication_factor)],
+            request_timeout=self.config.broker_timeout_ms / 1000,
+        )[topic]
+        try:
+            future.result()
+            log.info("created topic %s with %d partitions", topic, self.config.partition_num)
+        except KafkaException as e:
+            error = e.args[0]
+            if error.code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                raise ConfigError(
+                    "topic", topic,
+                    f"the topic does not exist and could not be created with partition-num="
+                    f"{self.config.partition_num}, replication-factor={self.config.replication_factor}: "
+                    f"{error.str()}; create it on the cluster",
+                ) from None
+
+    # -- producing
+
+    def produce(self, topic: str, partition: int, key: bytes | None, value: bytes | str) -> None:
+        while True:
+            try:
+                self._producer.produce(topic, value, key, partition=partition, on_delivery=self._on_delivery)
+                self._pending += 1
+                break
+            except BufferError:
+                # The local queue is full: serve delivery reports until there is room.
+                self._producer.poll(0.05)
+                self._raise_if_failed()
+        self._producer.poll(0)
+
+    def _on_delivery(self, error, message) -> None:
+        self._pending -= 1
+        if error is not None:
+            if len(self._failures) < 5:
+                self._failures.append(f"{message.topic()}[{message.partition()}]: {error.str()}")
+            else:
+                self._failures.append("")
+        else:
+            self.delivered += 1
+
+    def _on_client_error(self, error) -> None:
+        if len(self._client_errors) < 5:
+            self._client_errors.append(error.str())
+
+    def _client_error_note(self) -> str:
+        return f" (client errors: {'; '.join(self._client_errors)})" if self._client_errors else ""
+
+    def _raise_if_failed(self) -> None:
+        if self._failures:
+            shown = [f for f in self._failures if f]
+            raise DeliveryError(
+                f"{len(self._failures)} message(s) were not acknowledged by {self.config.bootstrap_servers}: "
+                + "; ".join(shown) + self._client_error_note()
+            )
+
+    def flush(self) -> None:
+        """Wait until every produced message is acknowledged; raise if any is not."""
+        deadline = time.monotonic() + self.config.broker_timeout_ms / 1000 + 30
+        while self._pending > 0 and time.monotonic() < deadline:
+            self._producer.flush(1.0)
+        self._raise_if_failed()
+        if self._pending > 0:
+            raise DeliveryError(
+                f"{self._pending} message(s) still unacknowledged by {self.config.bootstrap_servers} "
+                f"after broker-timeout-ms={self.config.broker_timeout_ms}" + self._client_error_note()
+            )
+
+    def close(self) -> None:
+        """Drop what is unsent (a failed task) without waiting; Producer has no other close."""
+        self._producer.purge()
+        self._producer.flush(0)
+
+    def __enter__(self) -> "KafkaOutput":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.flush()
+        else:
+            self.close()
+
+
+def _is_client_setting(key: str) -> bool:
+    """Settings an AdminClient accepts too (connection and security, not producer-only ones)."""
+    producer_only = ("linger.ms", "message.timeout.ms", "enable.idempotence", "acks", "compression.type",
+                     "batch.num.messages", "batch.size", "queue.buffering", "retries", "retry.backoff",
+                     "delivery.timeout.ms", "transactional.id", "transaction.timeout.ms", "partitioner",
+                     "max.in.flight", "sticky.partitioning")
+    return not key.startswith(producer_only)

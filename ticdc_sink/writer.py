@@ -1,0 +1,170 @@
+"""The write pipeline shared by batch and streaming writes, on executors and on the driver.
+
+A task: Arrow record batches -> ChangeBatch -> topic and partition per row ->
+encoder -> producer -> every delivery acknowledged -> a ``TaskReport`` to the
+driver.  The driver, once every task succeeded, emits the DDL rows of the
+batch and then the watermark events (the batch's max commit ts, never
+decreasing) to every partition of every topic the batch touched.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Iterable, Iterator
+
+import numpy as np
+import pyarrow as pa
+from pyspark.sql.datasource import WriterCommitMessage
+
+from .changes import ChangeBatchBuilder, InputLayout
+from .codec import encoder_for
+from .config import SinkConfig
+from .ddl import DDLChange, classify
+from .dispatch import PartitionDispatcher, TopicRouter
+from .kafka_io import KafkaOutput
+from .mysql_types import now_tso
+
+log = logging.getLogger(__name__)
+
+PROGRESS_EVERY_ROWS = 500_000
+
+
+@dataclass
+class TaskReport(WriterCommitMessage):
+    """What a task wrote, all of it acknowledged by the broker."""
+
+    rows: int = 0
+    messages: int = 0
+    max_commit_ts: int = 0
+    topics: dict[str, int] = field(default_factory=dict)  # topic -> partition count
+    ddls: list[DDLChange] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class WritePlan:
+    """Everything a task needs, validated on the driver and shipped to executors."""
+
+    config: SinkConfig
+    layout: InputLayout
+
+    @classmethod
+    def for_schema(cls, config: SinkConfig, spark_schema) -> "WritePlan":
+        plan = cls(config, InputLayout.from_spark_schema(spark_schema, config))
+        # Building the codec and dispatcher here surfaces their option errors before any task runs.
+        encoder_for(config, plan.layout.table)
+        PartitionDispatcher(config, plan.layout.table)
+        return plan
+
+    def write(self, batches: Iterable[pa.RecordBatch]) -> TaskReport:
+        """Write one task's record batches; returns only when Kafka acknowledged all of them."""
+        config, table = self.config, self.layout.table
+        builder = ChangeBatchBuilder(self.layout, config)
+        encoder = encoder_for(config, table)
+        router = TopicRouter(config)
+        dispatcher = PartitionDispatcher(config, table)
+        report = TaskReport()
+        started, next_progress = time.monotonic(), PROGRESS_EVERY_ROWS
+        with KafkaOutput(config) as output:
+            for record_batch in batches:
+                changes, ddls = builder.build(record_batch)
+                report.ddls.extend(ddls)
+                if changes is None or changes.num_rows == 0:
+                    continue
+                topics, topic_of_row = router.topics(changes)
+                counts = np.array([output.partition_count(t) for t in topics], dtype=np.uint64)
+                report.topics.update(zip(topics, counts.tolist()))
+                partition_of_row = (dispatcher.routing_values(changes) % counts[topic_of_row]).astype(np.int32)
+                for message in encoder.encode_rows(changes, topics, topic_of_row, partition_of_row):
+                    output.produce(*message)
+                    report.messages += 1
+                report.rows += changes.num_rows
+                report.max_commit_ts = max(report.max_commit_ts, changes.max_commit_ts)
+                if report.rows >= next_progress:
+                    elapsed = time.monotonic() - started
+                    log.info("ticdc sink: %d rows encoded (%.0f rows/s), %d acknowledged",
+                             report.rows, report.rows / max(elapsed, 1e-9), output.delivered)
+                    next_progress += PROGRESS_EVERY_ROWS
+        if report.ddls:
+            report.max_commit_ts = max(report.max_commit_ts, max(d.commit_ts for d in report.ddls))
+        return report
+
+    def commit(self, reports: list[TaskReport | None], last_watermark: int = 0) -> int:
+        """Emit the batch's DDL events, then its watermark events; returns the watermark sent."""
+        reports = [r for r in reports if r is not None]
+        ddls = sorted((d for r in reports for d in r.ddls), key=lambda d: d.commit_ts)
+        topics: dict[str, int] = {}
+        for r in reports:
+            topics.update(r.topics)
+        watermark = max([last_watermark] + [r.max_commit_ts for r in reports])
+        return emit_control_events(self.config, self.layout, ddls, topics, watermark)
+
+
+def emit_control_events(config: SinkConfig, layout: InputLayout | None, ddls: list[DDLChange],
+                        topics: dict[str, int], watermark: int) -> int:
+    """Send DDL events (each protocol's partitioning) and then watermarks to every partition."""
+    encoder = encoder_for(config, layout.table if layout else None)
+    router = TopicRouter(config)
+    watermark_event = encoder.encode_watermark(watermark) if watermark else None
+    if not ddls and (watermark_event is None or not topics):
+        return watermark
+    topics = dict(topics)
+    with KafkaOutput(config) as output:
+        for ddl in ddls:
+            event = encoder.encode_ddl(ddl)
+            if event is None:
+                continue
+            topic = router.topic_for_ddl(ddl.database, ddl.table)
+            count = topics.setdefault(topic, output.partition_count(topic))
+            targets = range(count) if event.partition is None else [event.partition]
+            for partition in targets:
+                output.produce(topic, partition, event.key, event.value)
+        if watermark_event is not None:
+            for topic, count in sorted(topics.items()):
+                for partition in range(count):
+                    output.produce(topic, partition, watermark_event.key, watermark_event.value)
+    log.info("ticdc sink: committed %d DDL event(s), watermark %d to %d topic(s)", len(ddls), watermark,
+             len(topics))
+    return watermark
+
+
+def emit_ddl(options: dict[str, str], statement: str, *, database: str, table: str = "",
+             commit_ts: int | None = None, ddl_type: str | None = None) -> None:
+    """Send one DDL event now, outside any DataFrame (e.g. before replaying a table's history).
+
+    ``options`` are the sink's options (protocol, topic, kafka.bootstrap.servers, ...).
+    """
+    from .config import parse_options
+
+    config = parse_options(options)
+    ddl = DDLChange(database, table, statement, commit_ts or now_tso(), classify(statement), ddl_type)
+    emit_control_events(config, None, [ddl], {}, 0)
+
+
+def _zone_fixer(arrow_type: pa.DataType):
+    """Spark hands Rows' zoned timestamps over as naive local time; Arrow needs the instant."""
+    if pa.types.is_timestamp(arrow_type) and arrow_type.tz:
+        return lambda v: v.astimezone(datetime.timezone.utc) if v is not None and v.tzinfo is None else v
+    if pa.types.is_struct(arrow_type):
+        fixers = {f.name: fix for f in arrow_type if (fix := _zone_fixer(f.type))}
+        if fixers:
+            return lambda v: None if v is None else {**v, **{k: fix(v[k]) for k, fix in fixers.items()}}
+    return None
+
+
+def rows_to_record_batches(rows: Iterator, arrow_schema: pa.Schema, size: int = 10_000) -> Iterator[pa.RecordBatch]:
+    """Re-batch Spark Rows into Arrow (pyspark 4.0 has no Arrow stream writer)."""
+    fixers = {f.name: fix for f in arrow_schema if (fix := _zone_fixer(f.type))}
+    chunk = []
+    for row in rows:
+        values = row.asDict(recursive=True)
+        for name, fix in fixers.items():
+            values[name] = fix(values[name])
+        chunk.append(values)
+        if len(chunk) >= size:
+            yield pa.RecordBatch.from_pylist(chunk, schema=arrow_schema)
+            chunk = []
+    if chunk:
+        yield pa.RecordBatch.from_pylist(chunk, schema=arrow_schema)
