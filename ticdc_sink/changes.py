@@ -320,17 +320,23 @@ class ChangeBatchBuilder:
         for i, c in enumerate(self.layout.table.columns):
             child = struct.field(i)
             child = pc.if_else(mask, child, pa.scalar(None, child.type))
-            result[c.name] = self._canonical(child, c, keys, f"{name}.{c.name}")
+            result[c.name] = self._canonical(child, c, keys, f"{name}.{c.name}", rows=updates)
         return result
 
     # -- table columns
 
-    def _canonical(self, values: pa.Array, column: Column, keys: RowKeys, label: str) -> pa.Array:
+    def _canonical(self, values: pa.Array, column: Column, keys: RowKeys, label: str,
+                   rows: np.ndarray | None = None) -> pa.Array:
+        """Canonical values of one column; ``rows`` masks the rows whose values count."""
         if isinstance(values, pa.ChunkedArray):
             values = values.combine_chunks()
         if not column.nullable and values.null_count:
-            row = int(np.flatnonzero(values.is_null().to_numpy(zero_copy_only=False))[0])
-            raise ContractError(label, None, keys.describe(row), "the column is NOT NULL")
+            nulls = values.is_null().to_numpy(zero_copy_only=False)
+            if rows is not None:
+                nulls &= rows
+            if nulls.any():
+                row = int(np.flatnonzero(nulls)[0])
+                raise ContractError(label, None, keys.describe(row), "the column is NOT NULL")
         try:
             return canonical_values(values, column, self.config.time_zone)
         except _BadValue as bad:
@@ -385,15 +391,27 @@ def canonical_values(values: pa.Array, column: Column, time_zone: str) -> pa.Arr
         return _json(values)
     if kind in STRING_KINDS:
         if t.binary:
-            return values.cast(pa.binary()) if not pa.types.is_binary(values.type) else values
+            values = values.cast(pa.binary()) if not pa.types.is_binary(values.type) else values
+            return _pad_binary(values, t.length) if kind == "char" else values
         if pa.types.is_binary(values.type) or pa.types.is_large_binary(values.type):
             try:
-                return values.cast(pa.string())
+                values = values.cast(pa.string())
             except pa.ArrowInvalid:
                 row, value = _first_failing(values, _is_utf8)
                 raise _BadValue(row, value, f"{t.short_name} needs UTF-8 text; declare it BINARY/VARBINARY/BLOB")
-        return values
+        # TiDB drops CHAR's trailing spaces when it reads a value.
+        return pc.utf8_rtrim(values, " ") if kind == "char" else values
     raise _BadValue(0, None, f"unsupported MySQL type {t.full_name}")
+
+
+def _pad_binary(values: pa.Array, length: int) -> pa.Array:
+    """BINARY(n) holds exactly n bytes: TiDB pads shorter values with 0x00."""
+    too_long = _first_true(pc.greater(pc.binary_length(values), length))
+    if too_long is not None:
+        raise _BadValue(too_long, values[too_long].as_py(), f"is longer than BINARY({length})")
+    if not pc.any(pc.less(pc.binary_length(values), length)).as_py():
+        return values
+    return pa.array([None if v is None else v.ljust(length, b"\0") for v in values.to_pylist()], pa.binary())
 
 
 def _is_utf8(b: bytes) -> bool:
@@ -412,6 +430,7 @@ def _fits_decimal(value, precision: int, scale: int) -> bool:
 def _integers(values: pa.Array, t) -> pa.Array:
     low, high = t.int_bounds if t.kind != "year" else (0, 2155)
     target = pa.uint64() if t.unsigned else pa.int64()
+    out_of_range = f"is out of range for {t.short_name} [{low}, {high}]"
     if pa.types.is_boolean(values.type):
         values = values.cast(pa.int8())
     if pa.types.is_decimal(values.type):
@@ -419,15 +438,20 @@ def _integers(values: pa.Array, t) -> pa.Array:
             values = values.cast(target)
         except pa.ArrowInvalid:
             row, value = _first_failing(values, lambda v: low <= v <= high and v == int(v))
-            raise _BadValue(row, value, f"is out of range for {t.short_name} [{low}, {high}]")
-    bad = _first_true(pc.or_(pc.less(values, low), pc.greater(values, high)))
+            raise _BadValue(row, value, out_of_range)
+    elif t.unsigned:
+        negative = _first_true(pc.less(values, 0))
+        if negative is not None:
+            raise _BadValue(negative, values[negative].as_py(), out_of_range)
+    values = values.cast(target)
+    bad = _first_true(pc.or_(pc.less(values, pa.scalar(low, target)), pc.greater(values, pa.scalar(high, target))))
     if bad is not None:
-        raise _BadValue(bad, values[bad].as_py(), f"is out of range for {t.short_name} [{low}, {high}]")
+        raise _BadValue(bad, values[bad].as_py(), out_of_range)
     if t.kind == "year":
         bad = _first_true(pc.and_(pc.greater(values, 0), pc.less(values, 1901)))
         if bad is not None:
             raise _BadValue(bad, values[bad].as_py(), "a YEAR is 0 or 1901..2155")
-    return values.cast(target)
+    return values
 
 
 def _bits(values: pa.Array, width: int) -> pa.Array:

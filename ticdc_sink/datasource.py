@@ -15,7 +15,7 @@ from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, DataSource
 
 from .config import SPARK_OWN_OPTIONS, parse_options
 from .errors import ConfigError
-from .writer import TaskReport, WritePlan, rows_to_record_batches
+from .writer import TaskReport, WritePlan, arrow_schema_of, rows_to_record_batches
 
 try:  # pyspark >= 4.1
     from pyspark.sql.datasource import DataSourceStreamArrowWriter
@@ -39,6 +39,13 @@ class TiCDCDataSource(DataSource):
     @classmethod
     def name(cls) -> str:
         return "ticdc"
+
+    def schema(self):
+        raise ConfigError(
+            "schema", None,
+            "the ticdc sink is write-only and cannot guess a table's columns: declare them, e.g. "
+            "CREATE TEMPORARY VIEW v (_op STRING, id INT, name STRING) USING ticdc OPTIONS (...)",
+        )
 
     def _plan(self, schema) -> WritePlan:
         own = {k: v for k, v in self.options.items() if str(k).lower() not in SPARK_OWN_OPTIONS}
@@ -103,10 +110,8 @@ class TiCDCStreamRowWriter(_StreamCommit, DataSourceStreamWriter):
     """pyspark 4.0: Rows re-batched into Arrow, then the same pipeline."""
 
     def __init__(self, plan: WritePlan, schema):
-        from pyspark.sql.pandas.types import to_arrow_schema
-
         self.plan = plan
-        self.arrow_schema = to_arrow_schema(schema)
+        self.arrow_schema = arrow_schema_of(schema)
 
     def write(self, iterator: Iterator) -> TaskReport:
         return self.plan.write(rows_to_record_batches(iterator, self.arrow_schema))

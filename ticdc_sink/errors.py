@@ -12,7 +12,10 @@ class ConfigError(TiCDCSinkError, ValueError):
 
     def __init__(self, option: str, value, allowed: str):
         self.option, self.value, self.allowed = option, value, allowed
-        super().__init__(f"option {option!r}: bad value {value!r}: {allowed}")
+        if value is None:
+            super().__init__(f"option {option!r} is not set: {allowed}")
+        else:
+            super().__init__(f"option {option!r}: bad value {value!r}: {allowed}")
 
 
 class ContractError(TiCDCSinkError, ValueError):

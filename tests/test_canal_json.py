@@ -1,0 +1,378 @@
+"""Canal-JSON against the protocol document's examples and the reference, byte for byte.
+
+Goldens come from ``../shared/specs/ticdc-canal-json-protocol.md`` (its JSON
+examples, comments removed and compacted) and from the field order and
+renderings of ``../shared/reference/TICDC-ENCODING-FACTS.md`` section 3.
+Only ``ts`` (the moment of encoding) is replaced before comparing.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import re
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+from pyspark.sql import types as T
+
+from changefeed import build, schema
+from ticdc_sink.codec import decoder_for, encoder_for
+from ticdc_sink.codec.base import DDLEvent, RowEvent, WatermarkEvent
+from ticdc_sink.ddl import DDLChange, classify
+from ticdc_sink.errors import ContractError, MessageTooLargeError
+
+SPEC = Path(__file__).resolve().parents[2] / "shared" / "specs" / "ticdc-canal-json-protocol.md"
+BUILD_MS = 1639633142960
+DOC_COMMIT_TS = 429918007904436226
+
+
+def spec_example(after: str) -> str:
+    """The first JSON example after ``after`` in the spec, comments dropped, compacted in order."""
+    text = SPEC.read_text(encoding="utf-8")
+    start = text.index("{", text.index(after))
+    depth = 0
+    for end in range(start, len(text)):
+        depth += {"{": 1, "}": -1}.get(text[end], 0)
+        if depth == 0:
+            break
+    raw = re.sub(r"//[^\n\"]*?(?=\s*[\"}])", "", text[start:end + 1])
+    return json.dumps(json.loads(raw), separators=(",", ":"), ensure_ascii=False)
+
+
+def with_ts(message: str, ts: int = BUILD_MS) -> str:
+    return re.sub(r',"ts":\d+,', f',"ts":{ts},', message, count=1)
+
+
+def old_before_data(doc: str) -> str:
+    """The document prints ``data`` before ``old``; TiCDC writes ``old`` first (reference section 3)."""
+    parsed = json.loads(doc)
+    ordered = {}
+    for key, value in parsed.items():
+        if key == "data":
+            continue
+        ordered[key] = value
+        if key == "old":
+            ordered["data"] = parsed["data"]
+    return json.dumps(ordered, separators=(",", ":"), ensure_ascii=False)
+
+
+def encode(spark_schema, rows, **options) -> list[str]:
+    config, layout, changes, _ = build(spark_schema, rows, **options)
+    encoder = encoder_for(config, layout.table)
+    return [with_ts(v) for v in encoder.encode_values(changes, build_ms=BUILD_MS).to_pylist()]
+
+
+def decode(message: str):
+    return decoder_for("canal-json").decode(None, message.encode("utf-8"))
+
+
+# The spec's tp_int table, its columns in the order the document prints them.
+TP_INT = schema(
+    ("_commit_ts", T.LongType()),
+    ("c_bigint", T.LongType()),
+    ("c_int", T.IntegerType()),
+    ("c_mediumint", T.IntegerType()),
+    ("c_smallint", T.ShortType()),
+    ("c_tinyint", T.ByteType()),
+    ("id", T.IntegerType(), False),
+)
+TP_INT_OPTIONS = dict(database="test", table="tp_int", primary_key="id", column_types="c_mediumint MEDIUMINT")
+TP_INT_ROW = {"c_bigint": 9223372036854775807, "c_int": 2147483647, "c_mediumint": 8388607,
+              "c_smallint": 32767, "c_tinyint": 127, "id": 2}
+
+
+def test_dml_insert_matches_the_spec_example_byte_for_byte():
+    doc = json.loads(spec_example("TiCDC encodes a row of DML data change event as follows"))
+    del doc["_tidb"]  # compared without the extension here; with it below
+    golden = old_before_data(json.dumps(doc, separators=(",", ":")))
+    es = doc["es"]
+    [message] = encode(TP_INT, [{**TP_INT_ROW, "_commit_ts": es << 18}], **TP_INT_OPTIONS)
+    assert message == golden
+
+
+def test_dml_insert_with_tidb_extension_matches_the_spec_example():
+    doc = spec_example("TiCDC encodes a row of DML data change event as follows")
+    # The document's es (1639633141221) is not its commitTs >> 18: they come from two events.
+    golden = old_before_data(doc).replace('"es":1639633141221', f'"es":{DOC_COMMIT_TS >> 18}')
+    [message] = encode(TP_INT, [{**TP_INT_ROW, "_commit_ts": DOC_COMMIT_TS}],
+                       enable_tidb_extension="true", **TP_INT_OPTIONS)
+    assert message == golden
+
+
+UPDATE_SCHEMA = schema(
+    ("_op", T.StringType()),
+    ("_commit_ts", T.LongType()),
+    ("_before", T.StructType(TP_INT.fields[1:])),
+    *[(f.name, f.dataType, f.nullable) for f in TP_INT.fields[1:]],
+)
+NEW_ROW = {**TP_INT_ROW, "c_int": 0, "c_tinyint": 0}
+
+
+def _update_golden(old: dict) -> str:
+    types = ('"sqlType":{"c_bigint":-5,"c_int":4,"c_mediumint":4,"c_smallint":5,"c_tinyint":-6,"id":4},'
+             '"mysqlType":{"c_bigint":"bigint","c_int":"int","c_mediumint":"mediumint","c_smallint":"smallint",'
+             '"c_tinyint":"tinyint","id":"int"}')
+    data = {k: str(v) for k, v in NEW_ROW.items()}
+    return (f'{{"id":0,"database":"test","table":"tp_int","pkNames":["id"],"isDdl":false,"type":"UPDATE",'
+            f'"es":1639633141221,"ts":{BUILD_MS},"sql":"",{types},'
+            f'"old":[{json.dumps(old, separators=(",", ":"))}],"data":[{json.dumps(data, separators=(",", ":"))}]}}')
+
+
+def test_update_old_holds_every_column_by_default():
+    row = {"_op": "UPDATE", "_commit_ts": 1639633141221 << 18, "_before": TP_INT_ROW, **NEW_ROW}
+    [message] = encode(UPDATE_SCHEMA, [row], **TP_INT_OPTIONS)
+    assert message == _update_golden({k: str(v) for k, v in TP_INT_ROW.items()})
+
+
+def test_update_with_only_output_updated_columns_keeps_changed_columns():
+    row = {"_op": "u", "_commit_ts": 1639633141221 << 18, "_before": TP_INT_ROW, **NEW_ROW}
+    [message] = encode(UPDATE_SCHEMA, [row], only_output_updated_columns="true", **TP_INT_OPTIONS)
+    assert message == _update_golden({"c_int": "2147483647", "c_tinyint": "127"})
+
+
+def test_content_compatible_gives_full_mysql_types_and_only_updated_columns():
+    row = {"_op": "UPDATE", "_commit_ts": 1639633141221 << 18, "_before": TP_INT_ROW, **NEW_ROW}
+    [message] = encode(UPDATE_SCHEMA, [row], content_compatible="true", **TP_INT_OPTIONS)
+    golden = _update_golden({"c_int": "2147483647", "c_tinyint": "127"}).replace(
+        '"mysqlType":{"c_bigint":"bigint","c_int":"int","c_mediumint":"mediumint","c_smallint":"smallint",'
+        '"c_tinyint":"tinyint","id":"int"}',
+        '"mysqlType":{"c_bigint":"bigint(20)","c_int":"int(11)","c_mediumint":"mediumint(9)",'
+        '"c_smallint":"smallint(6)","c_tinyint":"tinyint(4)","id":"int(11)"}')
+    assert message == golden
+
+
+def test_delete_puts_the_old_row_in_data_and_old_is_null():
+    row = {"_op": "DELETE", "_commit_ts": 1639633141221 << 18, "_before": None, **NEW_ROW}
+    [message] = encode(UPDATE_SCHEMA, [row], **TP_INT_OPTIONS)
+    doc = json.loads(message)
+    assert list(doc) == ["id", "database", "table", "pkNames", "isDdl", "type", "es", "ts", "sql", "sqlType",
+                         "mysqlType", "old", "data"]
+    assert doc["type"] == "DELETE" and doc["old"] is None
+    assert doc["data"] == [{k: str(v) for k, v in NEW_ROW.items()}]
+
+
+def test_update_without_old_values_is_an_insert_as_with_old_value_off():
+    no_before = schema(("_op", T.StringType()), *[(f.name, f.dataType, f.nullable) for f in TP_INT.fields[1:]])
+    [message] = encode(no_before, [{"_op": "UPDATE", **NEW_ROW}], **TP_INT_OPTIONS)
+    doc = json.loads(message)
+    assert doc["type"] == "INSERT" and doc["old"] is None
+
+
+def test_binary_rendering_matches_the_spec_example():
+    bytes_ = bytes([5, 7, 10, 15, 36, 50, 43, 99, 120, 60, 38, 255, 254, 45, 55, 70])
+    s = schema(("id", T.IntegerType(), False), ("c_varbinary", T.BinaryType()))
+    [message] = encode(s, [{"id": 1, "c_varbinary": bytes_}], database="test", table="t", primary_key="id")
+    expected = '"c_varbinary":"\\u0005\\u0007\\n\\u000f$2+cx\\u003c\\u0026\u00ff\u00fe-7F"'
+    assert expected in message
+    [event] = decode(message)
+    assert event.columns["c_varbinary"] == bytes_
+
+
+MYSQLTYPE_TABLE = schema(
+    ("id", T.IntegerType(), False),
+    ("c_decimal", T.DecimalType(10, 4)),
+    ("c_char", T.StringType()),
+    ("c_varchar", T.StringType()),
+    ("c_binary", T.BinaryType()),
+    ("c_varbinary", T.BinaryType()),
+    ("c_enum", T.StringType()),
+    ("c_set", T.StringType()),
+    ("c_bit", T.LongType()),
+)
+MYSQLTYPE_OPTIONS = dict(
+    database="test", table="t", primary_key="id",
+    column_types="c_char CHAR(16), c_varchar VARCHAR(16), c_binary BINARY(16), c_varbinary VARBINARY(16), "
+                 "c_enum ENUM('a','b','c'), c_set SET('a','b','c'), c_bit BIT(64)",
+)
+MYSQLTYPE_ROW = {"id": 1, "c_decimal": Decimal("123.456"), "c_char": "abc", "c_varchar": "abc", "c_binary": b"abc",
+                 "c_varbinary": b"abc", "c_enum": "a", "c_set": "a,b", "c_bit": 0b1000001}
+
+
+def test_mysql_type_example_short_names_values_and_sql_types():
+    [message] = encode(MYSQLTYPE_TABLE, [MYSQLTYPE_ROW], **MYSQLTYPE_OPTIONS)
+    doc = json.loads(message)
+    assert doc["mysqlType"] == {"c_binary": "binary", "c_bit": "bit", "c_char": "char", "c_decimal": "decimal",
+                                "c_enum": "enum", "c_set": "set", "c_varbinary": "varbinary",
+                                "c_varchar": "varchar", "id": "int"}
+    assert doc["sqlType"] == {"id": 4, "c_decimal": 3, "c_char": 1, "c_varchar": 12, "c_binary": 2004,
+                              "c_varbinary": 2004, "c_enum": 4, "c_set": -7, "c_bit": -7}
+    assert doc["data"] == [{"id": "1", "c_decimal": "123.4560", "c_char": "abc", "c_varchar": "abc",
+                            "c_binary": "abc" + "\u0000" * 13, "c_varbinary": "abc", "c_enum": "1",
+                            "c_set": "3", "c_bit": "65"}]
+
+
+def test_mysql_type_example_full_names_with_content_compatible():
+    [message] = encode(MYSQLTYPE_TABLE, [MYSQLTYPE_ROW], content_compatible="true", **MYSQLTYPE_OPTIONS)
+    assert json.loads(message)["mysqlType"] == {
+        "id": "int(11)", "c_decimal": "decimal(10,4)", "c_char": "char(16)", "c_varchar": "varchar(16)",
+        "c_binary": "binary(16)", "c_varbinary": "varbinary(16)", "c_enum": "enum('a','b','c')",
+        "c_set": "set('a','b','c')", "c_bit": "bit(64)"}
+
+
+@pytest.mark.parametrize("column_type, spark_type, value, base, promoted", [
+    ("TINYINT UNSIGNED", T.ShortType(), 127, -6, None),
+    ("TINYINT UNSIGNED", T.ShortType(), 128, -6, 5),
+    ("SMALLINT UNSIGNED", T.IntegerType(), 32768, 5, 4),
+    ("MEDIUMINT UNSIGNED", T.IntegerType(), 16777215, 4, None),
+    ("INT UNSIGNED", T.LongType(), 2147483647, 4, None),
+    ("INT UNSIGNED", T.LongType(), 2147483648, 4, -5),
+    ("BIGINT UNSIGNED", T.DecimalType(20, 0), Decimal("9223372036854775807"), -5, None),
+    ("BIGINT UNSIGNED", T.DecimalType(20, 0), Decimal("18446744073709551615"), -5, 3),
+])
+def test_unsigned_sql_type_follows_the_value(column_type, spark_type, value, base, promoted):
+    s = schema(("id", T.IntegerType(), False), ("u", spark_type))
+    messages = encode(s, [{"id": 1, "u": value}, {"id": 2, "u": None}], database="d", table="t",
+                      primary_key="id", column_types=f"u {column_type}")
+    first, second = (json.loads(m) for m in messages)
+    assert first["sqlType"]["u"] == (promoted or base)
+    assert second["sqlType"]["u"] == base  # NULL keeps the base type
+    assert first["data"][0]["u"] == str(value)
+    assert first["mysqlType"]["u"] == column_type.lower()
+
+
+def test_tidb_extension_adds_commit_ts_and_no_pk_gives_empty_pk_names():
+    s = schema(("_commit_ts", T.LongType()), ("a", T.StringType()))
+    [message] = encode(s, [{"_commit_ts": DOC_COMMIT_TS, "a": "x"}], database="d", table="t",
+                       enable_tidb_extension="true")
+    assert message.endswith(f',"_tidb":{{"commitTs":{DOC_COMMIT_TS}}}}}')
+    assert '"pkNames":[]' in message
+
+
+def test_strings_are_escaped_as_go_does():
+    s = schema(("id", T.IntegerType(), False), ("t", T.StringType()))
+    [message] = encode(s, [{"id": 1, "t": 'a"b\\c<d>&\x01\u2028é\t'}], database="d", table="t", primary_key="id")
+    assert '"t":"a\\"b\\\\c\\u003cd\\u003e\\u0026\\u0001\\u2028é\\t"' in message
+    assert decode(message)[0].columns["t"] == 'a"b\\c<d>&\x01\u2028é\t'
+
+
+def control_encoder(**options):
+    config, layout, _, _ = build(schema(("a", T.StringType())), [], database="d", table="t", **options)
+    return encoder_for(config, layout.table)
+
+
+def test_ddl_event_matches_the_spec_example():
+    doc = spec_example("TiCDC encodes a DDL Event into the following Canal-JSON format")
+    golden = doc.replace('"es":1639633094670', f'"es":{DOC_COMMIT_TS >> 18}')
+    ddl = DDLChange("test", "", "drop database if exists test", DOC_COMMIT_TS, classify("drop database if exists test"))
+    event = control_encoder(enable_tidb_extension="true").encode_ddl(ddl)
+    assert event.partition == 0 and event.key is None
+    assert with_ts(event.value, 1639633095489) == golden
+    [decoded] = decode(event.value)
+    assert decoded == DDLEvent("test", "", "drop database if exists test", "QUERY", DOC_COMMIT_TS)
+
+
+def test_ddl_event_without_extension_has_no_tidb_field():
+    ddl = DDLChange("test", "orders", "ALTER TABLE orders ADD COLUMN c INT", 5 << 18,
+                    classify("ALTER TABLE orders ADD COLUMN c INT"))
+    value = control_encoder().encode_ddl(ddl).value
+    assert with_ts(value, 1) == ('{"id":0,"database":"test","table":"orders","pkNames":null,"isDdl":true,'
+                                 '"type":"ALTER","es":5,"ts":1,"sql":"ALTER TABLE orders ADD COLUMN c INT",'
+                                 '"sqlType":null,"mysqlType":null,"data":null,"old":null}')
+
+
+def test_ddl_type_override_is_checked():
+    ddl = DDLChange("d", "t", "do something", 1 << 18, "unknown", type_override="bogus")
+    with pytest.raises(ContractError, match="CREATE, ALTER"):
+        control_encoder().encode_ddl(ddl)
+
+
+def test_watermark_matches_the_spec_example():
+    golden = spec_example("The following is an example of the WATERMARK Event")
+    event = control_encoder(enable_tidb_extension="true").encode_watermark(DOC_COMMIT_TS)
+    assert event.partition is None  # every partition
+    assert with_ts(event.value, 1640007050284) == golden
+    assert decode(event.value) == [WatermarkEvent(DOC_COMMIT_TS)]
+
+
+def test_no_watermark_without_the_extension():
+    assert control_encoder().encode_watermark(DOC_COMMIT_TS) is None
+
+
+def test_a_message_over_max_message_bytes_is_refused_with_the_row_key():
+    config, layout, changes, _ = build(schema(("id", T.IntegerType(), False), ("t", T.StringType())),
+                                       [{"id": 7, "t": "x" * 500}], database="d", table="t", primary_key="id",
+                                       max_message_bytes="300")
+    encoder = encoder_for(config, layout.table)
+    with pytest.raises(MessageTooLargeError, match=r"\{id=7\}.*max-message-bytes=300"):
+        list(encoder.encode_rows(changes, ["t"], __import__("numpy").zeros(1, "int32"),
+                                 __import__("numpy").zeros(1, "int32")))
+
+
+# -- the type matrix, through the encoder and back through the decoder
+
+MATRIX = schema(
+    ("_op", T.StringType()),
+    ("_commit_ts", T.LongType()),
+    ("id", T.LongType(), False),
+    ("b", T.BooleanType()),
+    ("i8", T.ByteType()),
+    ("i16", T.ShortType()),
+    ("i32", T.IntegerType()),
+    ("mi", T.IntegerType()),
+    ("u64", T.DecimalType(20, 0)),
+    ("f", T.FloatType()),
+    ("d", T.DoubleType()),
+    ("dec", T.DecimalType(12, 3)),
+    ("s", T.StringType()),
+    ("txt", T.StringType()),
+    ("blob", T.BinaryType()),
+    ("vb", T.BinaryType()),
+    ("dt", T.DateType()),
+    ("ts", T.TimestampType()),
+    ("ntz", T.TimestampNTZType()),
+    ("dt3", T.TimestampNTZType()),
+    ("tm", T.StringType()),
+    ("yr", T.IntegerType()),
+    ("js", T.StringType()),
+    ("arr", T.ArrayType(T.IntegerType())),
+    ("en", T.StringType()),
+    ("st", T.StringType()),
+    ("bt", T.BinaryType()),
+)
+MATRIX_TYPES = ("mi MEDIUMINT, u64 BIGINT UNSIGNED, txt TEXT, blob BLOB, dt3 DATETIME(3), tm TIME(2), yr YEAR, "
+                "js JSON, en ENUM('small','Medium','large'), st SET('r','g','b'), bt BIT(12), ts TIMESTAMP(6)")
+MATRIX_ROW = {
+    "_op": "INSERT", "_commit_ts": 1 << 18, "id": 1, "b": True, "i8": -128, "i16": 32767, "i32": -2147483648,
+    "mi": -8388608, "u64": Decimal("18446744073709551615"), "f": 3.14, "d": -1.5e-7, "dec": Decimal("-123456789.125"),
+    "s": "héllo", "txt": "line1\nline2", "blob": b"\x00\x01\xfe\xff", "vb": b"abc", "dt": dt.date(2024, 2, 29),
+    "ts": dt.datetime(2024, 1, 2, 3, 4, 5, 123456, tzinfo=dt.timezone.utc),
+    "ntz": dt.datetime(1999, 12, 31, 23, 59, 59, 999999), "dt3": dt.datetime(2020, 5, 6, 7, 8, 9, 123500),
+    "tm": "-838:59:58.994", "yr": 2155, "js": '{"b": [1, 2.5], "a": "x"}', "arr": [3, 1, 2], "en": "MEDIUM",
+    "st": "b,r", "bt": b"\x0f\xff",
+}
+MATRIX_EXPECTED = {
+    "id": 1, "b": 1, "i8": -128, "i16": 32767, "i32": -2147483648, "mi": -8388608,
+    "u64": 18446744073709551615, "f": 3.14, "d": -1.5e-7, "dec": Decimal("-123456789.125"), "s": "héllo",
+    "txt": "line1\nline2", "blob": b"\x00\x01\xfe\xff", "vb": b"abc", "dt": dt.date(2024, 2, 29),
+    "ts": dt.datetime(2024, 1, 2, 11, 4, 5, 123456),  # rendered in time-zone Asia/Shanghai
+    "ntz": dt.datetime(2000, 1, 1, 0, 0, 0),  # TIMESTAMP_NTZ -> DATETIME(0): rounded as MySQL stores it
+    "dt3": dt.datetime(2020, 5, 6, 7, 8, 9, 124000), "tm": "-838:59:58.99", "yr": 2155,
+    "js": '{"a": "x", "b": [1, 2.5]}', "arr": "[3, 1, 2]", "en": 2, "st": 5, "bt": 0xFFF,
+}
+
+
+def test_type_matrix_round_trips_through_the_decoder():
+    rows = [MATRIX_ROW, {**{k: None for k in MATRIX_ROW}, "_op": "INSERT", "_commit_ts": 2 << 18, "id": 2}]
+    messages = encode(MATRIX, rows, database="d", table="m", primary_key="id", column_types=MATRIX_TYPES,
+                      time_zone="Asia/Shanghai")
+    full, empty = (decode(m)[0] for m in messages)
+    assert isinstance(full, RowEvent) and full.type == "INSERT" and full.database == "d" and full.table == "m"
+    for name, expected in MATRIX_EXPECTED.items():
+        actual = full.columns[name]
+        if name == "f":
+            assert math.isclose(actual, expected, rel_tol=1e-7), name
+        else:
+            assert actual == expected, name
+    assert json.loads(messages[0])["data"][0]["f"] == "3.14"  # float32 shortest text
+    assert json.loads(messages[0])["data"][0]["d"] == "-0.00000015"  # never an exponent
+    assert empty.columns == {name: (2 if name == "id" else None) for name in MATRIX_EXPECTED}
+
+
+@pytest.mark.parametrize("value, text", [(float("nan"), "NaN"), (float("inf"), "+Inf"), (1e21, "1000000000000000000000")])
+def test_special_doubles_render_as_go_formats_them(value, text):
+    s = schema(("id", T.IntegerType(), False), ("d", T.DoubleType()))
+    [message] = encode(s, [{"id": 1, "d": value}], database="d", table="t", primary_key="id")
+    assert json.loads(message)["data"][0]["d"] == text
