@@ -466,7 +466,7 @@ def _bits(values: pa.Array, width: int) -> pa.Array:
         return values.cast(pa.uint64())
     if width == 64 and pa.types.is_int64(values.type):
         # A BIT(64) value with the top bit set arrives as a negative long.
-        return pa.array(values.to_numpy(zero_copy_only=False).astype(np.int64).view(np.uint64),
+        return pa.array(pc.fill_null(values, 0).to_numpy().view(np.uint64),
                         pa.uint64(), mask=values.is_null().to_numpy(zero_copy_only=False))
     if pa.types.is_decimal(values.type):
         values = values.cast(pa.uint64())
