@@ -218,6 +218,8 @@ def parse_options(options: Mapping[str, str]) -> SinkConfig:
             setting = key[len("kafka."):]
             if not setting:
                 raise ConfigError(key, value, "write kafka.<librdkafka setting>, e.g. kafka.bootstrap.servers")
+            if setting in kafka and kafka[setting] != value:
+                raise ConfigError(key, value, f"sink-uri already sets it to {kafka[setting]!r}")
             kafka[setting] = value
             continue
         if key not in _FIELDS:

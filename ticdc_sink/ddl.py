@@ -44,6 +44,8 @@ ACTION_CODES = {
     "unlock table": 28,
     "repair table": 29,
     "set tiflash replica": 30,
+    "modify table auto id cache": 39,
+    "rebase auto random base": 40,
     "add primary key": 32,
     "drop primary key": 33,
     "create sequence": 34,
@@ -51,7 +53,7 @@ ACTION_CODES = {
     "drop sequence": 36,
     "alter index visibility": 41,
     "exchange table partition": 42,
-    "rename tables": 55,
+    "rename tables": 47,
     "multi-schema change": 61,
     "reorganize partition": 64,
     "alter table partitioning": 71,
@@ -100,11 +102,13 @@ _ALTER_CLAUSES = [
     (r"alter" + _W + r"(column" + _W + r")?\S+" + _W + r"(set|drop)" + _W + r"default\b", "set default value"),
     (r"alter" + _W + r"index\b", "alter index visibility"),
     (r"(modify|change)\b", "modify column"),
+    (r"rename" + _W + r"column\b", "modify column"),
     (r"rename" + _W + r"(index|key)\b", "rename index"),
     (r"rename\b", "rename table"),
     (r"comment\b", "modify table comment"),
     (r"auto_increment\b", "rebase auto id"),
-    (r"(auto_id_cache)\b", "rebase auto id"),
+    (r"auto_id_cache\b", "modify table auto id cache"),
+    (r"auto_random_base\b", "rebase auto random base"),
     (r"shard_row_id_bits\b", "shard row id"),
     (r"set" + _W + r"tiflash" + _W + r"replica\b", "set tiflash replica"),
     (r"((default" + _W + r")?(character" + _W + r"set|charset|collate)|convert" + _W + r"to)\b",
@@ -127,9 +131,15 @@ class DDLChange:
     type_override: str | None = None
 
 
+_COMMENT = re.compile(r"""('(?:[^'\\]|\\.|'')*'|"(?:[^"\\]|\\.)*"|`[^`]*`)|/\*(?!!|\+).*?\*/|(?:--\s|#)[^\n]*""",
+                      re.S)
+# ALTER TABLE options that change nothing TiCDC reports.
+_NO_ACTION_CLAUSE = re.compile(r"(algorithm|lock)\s*=|force\b|(with|without)\s+validation\b", re.I)
+
+
 def _strip_comments(sql: str) -> str:
-    sql = re.sub(r"/\*(?!!|\+).*?\*/", " ", sql, flags=re.S)
-    return sql.strip()
+    """Drop /* */, -- and # comments outside quoted text (TiDB's /*! */ and /*+ */ stay)."""
+    return _COMMENT.sub(lambda m: m.group(1) or " ", sql).strip()
 
 
 def _top_level_clauses(text: str) -> list[str]:
@@ -159,15 +169,27 @@ def classify(statement: str) -> str:
         return "rename tables" if len(_top_level_clauses(rename.group(1))) > 1 else "rename table"
     alter = _ALTER_TABLE.match(sql)
     if alter:
-        clauses = _top_level_clauses(sql[alter.end():].rstrip(";"))
-        actions = {_classify_alter_clause(c) for c in clauses} - {None}
-        if len(clauses) > 1 and not (len(actions) == 1 and actions <= {"add column", "drop column"}):
-            return "multi-schema change"
-        return actions.pop() if len(actions) == 1 else "unknown"
+        clauses = [c for c in _top_level_clauses(sql[alter.end():].rstrip(";")) if not _NO_ACTION_CLAUSE.match(c)]
+        # A clause that names no action continues the previous one (DROP PARTITION p1, p2).
+        actions = [a for c in clauses for a in _alter_clause_actions(c)]
+        if len(actions) > 1:
+            return "multi-schema change"  # TiDB >= 6.2 runs every multi-clause ALTER as one
+        return actions[0] if actions else "unknown"
     for pattern, action in _STATEMENTS:
         if re.match(pattern, sql, re.I):
             return action
     return "unknown"
+
+
+def _alter_clause_actions(clause: str) -> list[str]:
+    """The actions of one ALTER TABLE clause: ADD COLUMN (a INT, b INT) adds two columns."""
+    action = _classify_alter_clause(clause)
+    if action is None:
+        return []
+    columns = re.match(r"add\s+(column\s+)?\((.*)\)\s*$", clause, re.I | re.S)
+    if action == "add column" and columns:
+        return [action] * len(_top_level_clauses(columns.group(2)))
+    return [action]
 
 
 def _classify_alter_clause(clause: str) -> str | None:

@@ -177,3 +177,41 @@ def _is_client_setting(key: str) -> bool:
                      "delivery.timeout.ms", "transactional.id", "transaction.timeout.ms", "partitioner",
                      "max.in.flight", "sticky.partitioning")
     return not key.startswith(producer_only)
+
+
+def read_messages(bootstrap_servers: str, topic: str, idle_seconds: float = 5.0,
+                  max_messages: int | None = None, settings: dict | None = None) -> list:
+    """Every message of ``topic`` from the beginning, in partition order, without a consumer group.
+
+    Reading stops after ``idle_seconds`` without a new message (or at
+    ``max_messages``): some brokers report wrong high watermarks, so the end
+    of a topic is found by quiet, not by offsets.
+    """
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    consumer = Consumer({
+        "bootstrap.servers": bootstrap_servers,
+        "group.id": "ticdc-sink-reader",
+        "enable.auto.commit": False,
+        "isolation.level": "read_committed",
+        **(settings or {}),
+    })
+    try:
+        metadata = consumer.list_topics(timeout=30).topics.get(topic)
+        if metadata is None or not metadata.partitions:
+            return []
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in sorted(metadata.partitions)])
+        messages, last = [], time.monotonic()
+        while time.monotonic() - last < idle_seconds and (max_messages is None or len(messages) < max_messages):
+            message = consumer.poll(0.2)
+            if message is None:
+                continue
+            if message.error():
+                if message.error().code() == KafkaError._PARTITION_EOF:
+                    continue
+                raise DeliveryError(f"reading {topic}: {message.error().str()}")
+            messages.append(message)
+            last = time.monotonic()
+        return sorted(messages, key=lambda m: (m.partition(), m.offset()))
+    finally:
+        consumer.close()

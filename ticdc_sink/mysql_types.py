@@ -335,15 +335,17 @@ def parse_mysql_type(text: str) -> MySQLType:
             raise TypeSyntaxError(f"{name.upper()} takes no parameters")
         # TEXT(n)/BLOB(n) pick the smallest kind that holds n bytes.
         if numbers and name == "text":
-            name = _text_kind_for(numbers[0])
+            name = _text_kind_for(numbers[0], binary)
     return _with_defaults(
         MySQLType(name, binary=binary, unsigned=unsigned, zerofill=zerofill, length=length, decimals=decimals)
     )
 
 
-def _text_kind_for(n: int) -> str:
+def _text_kind_for(n: int, binary: bool) -> str:
+    """TEXT(n)/BLOB(n): the smallest kind that holds n characters (4 bytes each in utf8mb4)."""
+    size = n if binary else n * 4
     for kind, limit in (("tinytext", 255), ("text", 65535), ("mediumtext", 16777215)):
-        if n <= limit:
+        if size <= limit:
             return kind
     return "longtext"
 
@@ -373,7 +375,7 @@ def _parse_elements(name: str, args: str | None, text: str) -> tuple[str, ...]:
         m = _QUOTED.match(args, pos)
         if not m:
             raise TypeSyntaxError(f"{name.upper()} members must be quoted strings: {text!r}")
-        elements.append(m.group(1).replace("''", "'"))
+        elements.append(_unescape_literal(m.group(1)))
         pos = m.end()
     if name == "set" and len(elements) > 64:
         raise TypeSyntaxError("a SET has at most 64 members")
@@ -382,14 +384,22 @@ def _parse_elements(name: str, args: str | None, text: str) -> tuple[str, ...]:
     return tuple(elements)
 
 
+_LITERAL_ESCAPES = {"0": "\0", "b": "\b", "n": "\n", "r": "\r", "t": "\t", "Z": "\x1a"}
+
+
+def _unescape_literal(body: str) -> str:
+    """The value of a MySQL single-quoted literal's body: '' and backslash escapes."""
+    return re.sub(r"''|\\(.)", lambda m: "'" if m.group(0) == "''" else _LITERAL_ESCAPES.get(m.group(1), m.group(1)),
+                  body, flags=re.S)
+
+
 def split_column_types(text: str) -> list[tuple[str, str]]:
     """Split ``"id INT UNSIGNED, st ENUM('a','b')"`` into (column, type) pairs.
 
     Commas inside parentheses and quotes do not separate; a column name may be
-    back-quoted to hold spaces or commas.
+    back-quoted (with ```` for a back-quote) to hold spaces or commas.
     """
-    pairs, depth, quote, start = [], 0, None, 0
-    items = []
+    items, depth, quote, start = [], 0, None, 0
     for i, ch in enumerate(text):
         if quote:
             if ch == quote:
@@ -404,17 +414,18 @@ def split_column_types(text: str) -> list[tuple[str, str]]:
             items.append(text[start:i])
             start = i + 1
     items.append(text[start:])
-    for item in items:
-        item = item.strip()
+    pairs = []
+    for item in (i.strip() for i in items):
         if not item:
             continue
-        if item.startswith("`"):
-            end = item.find("`", 1)
-            if end < 0:
-                raise TypeSyntaxError(f"unclosed back-quote in {item!r}")
-            name, type_text = item[1:end], item[end + 1:].strip()
+        quoted = re.match(r"`((?:[^`]|``)*)`", item)
+        if quoted:
+            name, type_text = quoted.group(1).replace("``", "`"), item[quoted.end():].strip()
+        elif item.startswith("`"):
+            raise TypeSyntaxError(f"unclosed back-quote in {item!r}")
         else:
-            name, _, type_text = item.partition(" ")
+            name = item.split(None, 1)[0]
+            type_text = item[len(name):]
             type_text = type_text.strip()
         if not type_text:
             raise TypeSyntaxError(f"{item!r} has no type: write 'column TYPE'")
@@ -531,7 +542,8 @@ class Column:
             bits |= FLAG_MULTIPLE_KEY
         if self.nullable:
             bits |= FLAG_NULLABLE
-        if self.type.unsigned:
+        # TiDB flags BIT and YEAR columns unsigned whatever their declaration says.
+        if self.type.unsigned or self.type.kind in ("bit", "year"):
             bits |= FLAG_UNSIGNED
         return bits
 
@@ -563,6 +575,9 @@ class TableSchema:
 
     @property
     def handle_columns(self) -> tuple[Column, ...]:
+        """The row key: TiCDC's handle columns, or every column of a keyless table."""
+        if self.keyless:
+            return self.columns
         return tuple(c for c in self.columns if c.handle_key)
 
     def column(self, name: str) -> Column:
@@ -685,7 +700,7 @@ def build_table_schema(
         candidates = [i for i in indexes if all(not nullable[c] for c in i.columns)]
         if candidates:
             handle = min(candidates, key=lambda i: len(i.columns))  # ties: first declared
-    handle_names = set(handle.columns) if handle else set(names)
+    handle_names = set(handle.columns) if handle else set()
 
     columns = []
     for f in table_fields:

@@ -1,0 +1,59 @@
+"""Shared fixtures: the embedded broker, a local Spark session, and a topic reader."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import sys
+import time
+from dataclasses import dataclass
+
+import pytest
+
+
+@dataclass(frozen=True)
+class ExternalBroker:
+    bootstrap_servers: str
+
+
+@pytest.fixture(scope="session")
+def broker():
+    """A real Kafka-compatible broker for the whole session.
+
+    The embedded one (Tansu) on a free loopback port, or the cluster named by
+    ``TICDC_SINK_TEST_BOOTSTRAP_SERVERS``.
+    """
+    external = os.environ.get("TICDC_SINK_TEST_BOOTSTRAP_SERVERS")
+    if external:
+        yield ExternalBroker(external)
+        return
+    from ticdc_sink.broker import EmbeddedBroker
+
+    with EmbeddedBroker() as running:
+        yield running
+
+
+@pytest.fixture(scope="session")
+def spark():
+    # Spark's Python workers must run the interpreter that has the dependencies.
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    from pyspark.sql import SparkSession
+
+    session = (SparkSession.builder.master("local[2]").appName("ticdc-sink-tests")
+               .config("spark.ui.enabled", "false")
+               .config("spark.sql.shuffle.partitions", "2")
+               .config("spark.sql.session.timeZone", "UTC")
+               .getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+_topic_numbers = itertools.count()
+
+
+@pytest.fixture
+def topic(request) -> str:
+    """A fresh topic name per test."""
+    name = request.node.name.replace("[", "-").replace("]", "").replace("_", "-")[:80]
+    return f"t{int(time.time())}-{next(_topic_numbers)}-{name}"

@@ -1,0 +1,212 @@
+"""The ``ticdc`` data source in Spark, writing to the embedded broker and read back with a plain consumer."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import time
+from decimal import Decimal
+
+import pytest
+from pyspark.errors import PySparkException
+from pyspark.sql import types as T
+
+from ticdc_sink.codec import decoder_for
+from ticdc_sink.codec.base import DDLEvent, RowEvent, WatermarkEvent
+from ticdc_sink.kafka_io import read_messages
+
+pytestmark = [pytest.mark.spark, pytest.mark.broker]
+
+COLUMNS = [
+    T.StructField("id", T.IntegerType(), False),
+    T.StructField("name", T.StringType()),
+    T.StructField("amount", T.DecimalType(10, 2)),
+    T.StructField("seen", T.TimestampType()),
+]
+CHANGES = T.StructType([
+    T.StructField("_op", T.StringType()),
+    T.StructField("_commit_ts", T.LongType()),
+    T.StructField("_before", T.StructType(COLUMNS)),
+    *COLUMNS,
+])
+BASE_TS = 450_000_000_000_000_000
+
+
+def row(i: int, name: str = "n", op: str = "INSERT", ts: int = 0, before: dict | None = None) -> dict:
+    return {"_op": op, "_commit_ts": BASE_TS + ts, "_before": before, "id": i, "name": f"{name}{i}",
+            "amount": Decimal(f"{i}.25"), "seen": dt.datetime(2024, 5, 1, 10, 0, i % 60, tzinfo=dt.timezone.utc)}
+
+
+def sink_options(broker, topic: str, **extra) -> dict:
+    return {"kafka.bootstrap.servers": broker.bootstrap_servers, "protocol": "canal-json", "topic": topic,
+            "database": "shop", "table": "orders", "primary-key": "id", "broker-timeout-ms": "10000", **extra}
+
+
+def decoded(broker, topic: str, idle: float = 2.0) -> list[tuple[int, object]]:
+    """(partition, event) for every message of the topic, in partition order."""
+    decoder = decoder_for("canal-json")
+    return [(m.partition(), e) for m in read_messages(broker.bootstrap_servers, topic, idle_seconds=idle)
+            for e in decoder.decode(m.key(), m.value())]
+
+
+def write_batch(spark, rows, options, schema=CHANGES, partitions=2):
+    spark.createDataFrame(rows, schema).repartition(partitions).write.format("ticdc").mode("append") \
+        .options(**options).save()
+
+
+def test_batch_write_found_by_name_round_trips(spark, broker, topic):
+    rows = [row(i, ts=i) for i in range(1, 41)]
+    write_batch(spark, rows, sink_options(broker, topic, **{"enable-tidb-extension": "true",
+                                                            "partition": "index-value"}))
+    events = decoded(broker, topic)
+    dml = [(p, e) for p, e in events if isinstance(e, RowEvent)]
+    assert sorted(e.columns["id"] for _, e in dml) == list(range(1, 41))
+    first = next(e for _, e in dml if e.columns["id"] == 7)
+    assert first.columns == {"id": 7, "name": "n7", "amount": Decimal("7.25"),
+                             "seen": dt.datetime(2024, 5, 1, 10, 0, 7)}
+    assert first.commit_ts == BASE_TS + 7 and first.primary_keys == ["id"]
+    # One watermark per partition, after that partition's rows, with the batch's max commit ts.
+    for partition in range(3):
+        in_partition = [e for p, e in events if p == partition]
+        assert isinstance(in_partition[-1], WatermarkEvent) and in_partition[-1].ts == BASE_TS + 40
+        assert sum(isinstance(e, WatermarkEvent) for e in in_partition) == 1
+    # The same key always lands on the same partition.
+    write_batch(spark, [row(7, name="again", ts=100)], sink_options(broker, topic, partition="index-value"))
+    sevens = {p for p, e in decoded(broker, topic) if isinstance(e, RowEvent) and e.columns["id"] == 7}
+    assert len(sevens) == 1
+
+
+def test_register_explicitly(spark, broker, topic):
+    from ticdc_sink import TiCDCDataSource
+
+    spark.dataSource.register(TiCDCDataSource)
+    write_batch(spark, [row(1)], sink_options(broker, topic), partitions=1)
+    assert [e.columns["id"] for _, e in decoded(broker, topic)] == [1]
+
+
+def test_streaming_micro_batches_with_updates_deletes_and_ddl(spark, broker, topic, tmp_path):
+    # DDL rows leave the table columns null, so they are nullable here; the primary key is NOT NULL anyway.
+    nullable = [T.StructField(f.name, f.dataType) for f in COLUMNS]
+    schema = T.StructType([*CHANGES.fields[:2], T.StructField("_before", T.StructType(nullable)), *nullable,
+                           T.StructField("_ddl", T.StringType())])
+    batches = [
+        [row(i, ts=i) for i in range(1, 6)],
+        [row(1, name="paid", op="UPDATE", ts=10, before={k: v for k, v in row(1).items() if not k.startswith("_")}),
+         row(2, op="DELETE", ts=11)],
+        [{**dict.fromkeys(r for r in row(0)), "_op": "DDL", "_commit_ts": BASE_TS + 20,
+          "_ddl": "ALTER TABLE orders ADD COLUMN note TEXT"}, row(6, ts=19)],
+    ]
+    for number, batch in enumerate(batches):
+        records = [{**r, "_ddl": r.get("_ddl")} for r in batch]
+        spark.createDataFrame(records, schema).coalesce(1).write.parquet(str(tmp_path / "feed" / f"b={number}"))
+    stream = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1) \
+        .option("recursiveFileLookup", "true").parquet(str(tmp_path / "feed"))
+    query = stream.writeStream.format("ticdc").options(**sink_options(broker, topic, **{
+        "enable-tidb-extension": "true", "partition-num": "2"})) \
+        .option("checkpointLocation", str(tmp_path / "chk")).trigger(availableNow=True).start()
+    query.awaitTermination(120)
+    assert query.exception() is None
+    assert [p["numInputRows"] for p in query.recentProgress if p["numInputRows"]] == [5, 2, 2]
+
+    events = decoded(broker, topic)
+    rows = [e for _, e in events if isinstance(e, RowEvent)]
+    assert sorted((e.type, e.columns["id"]) for e in rows) == sorted(
+        [("INSERT", i) for i in range(1, 7)] + [("UPDATE", 1), ("DELETE", 2)])
+    update = next(e for e in rows if e.type == "UPDATE")
+    assert update.old["name"] == "n1" and update.columns["name"] == "paid1"
+    ddl = [(p, e) for p, e in events if isinstance(e, DDLEvent)]
+    assert [(p, e.type, e.query, e.commit_ts) for p, e in ddl] == [
+        (0, "ALTER", "ALTER TABLE orders ADD COLUMN note TEXT", BASE_TS + 20)]
+    # Watermarks: after every micro-batch, on both partitions, never decreasing.
+    for partition in (0, 1):
+        marks = [e.ts for p, e in events if p == partition and isinstance(e, WatermarkEvent)]
+        assert marks == [BASE_TS + 5, BASE_TS + 11, BASE_TS + 20]
+    # The DDL follows the DML of its micro-batch in partition 0.
+    partition0 = [e for p, e in events if p == 0]
+    ddl_at = next(i for i, e in enumerate(partition0) if isinstance(e, DDLEvent))
+    assert all(not (isinstance(e, RowEvent) and e.commit_ts == BASE_TS + 19) for e in partition0[ddl_at:])
+
+
+def test_sql_temporary_view_and_insert_with_options(spark, broker, topic):
+    options = sink_options(broker, topic)
+    quoted = ", ".join(f"'{k}'='{v}'" for k, v in options.items())
+    spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW ticdc_out (id INT, name STRING) USING ticdc OPTIONS ({quoted})")
+    spark.sql("INSERT INTO ticdc_out SELECT 1 AS id, 'a' AS name")
+    spark.sql("DROP TABLE IF EXISTS ticdc_target")
+    spark.sql("CREATE TABLE ticdc_target (id INT, name STRING) USING ticdc")
+    spark.sql(f"INSERT INTO ticdc_target WITH ({quoted}) SELECT 2 AS id, 'b' AS name")
+    got = sorted((e.columns["id"], e.columns["name"]) for _, e in decoded(broker, topic))
+    assert got == [(1, "a"), (2, "b")]
+
+
+def test_sql_create_table_without_options_explains_how_to_pass_them(spark):
+    spark.sql("DROP TABLE IF EXISTS ticdc_no_options")
+    spark.sql("CREATE TABLE ticdc_no_options (id INT) USING ticdc OPTIONS ('protocol'='canal-json')")
+    with pytest.raises(PySparkException, match="CREATE TEMPORARY VIEW"):
+        spark.sql("INSERT INTO ticdc_no_options SELECT 1")
+
+
+def test_sql_view_without_columns_says_to_declare_them(spark):
+    with pytest.raises(PySparkException, match="declare them"):
+        spark.sql("CREATE OR REPLACE TEMPORARY VIEW ticdc_bare USING ticdc OPTIONS ('protocol'='canal-json')")
+
+
+def test_a_bad_option_fails_before_any_task_and_names_it(spark, broker, topic):
+    with pytest.raises(PySparkException, match="'partition-nmu'.*did you mean 'partition-num'"):
+        write_batch(spark, [row(1)], sink_options(broker, topic, **{"partition-nmu": "3"}))
+    with pytest.raises(PySparkException, match="'max-message-bytes': bad value 'lots'"):
+        write_batch(spark, [row(1)], sink_options(broker, topic, **{"max-message-bytes": "lots"}))
+
+
+def test_a_batch_with_one_bad_row_marks_nothing_done(spark, broker, topic):
+    rows = [row(i, ts=i) for i in range(1, 5)] + [row(99, op="MERGE", ts=50)]
+    with pytest.raises(PySparkException, match=r"column '_op': value 'MERGE' in row \{id=99\}"):
+        write_batch(spark, rows, sink_options(broker, topic, **{"enable-tidb-extension": "true"}), partitions=1)
+    # The task failed before anything was produced and the driver committed nothing: no watermark.
+    assert not any(isinstance(e, WatermarkEvent) for _, e in decoded(broker, topic, idle=1.0))
+
+
+def test_unreachable_broker_fails_the_task_in_bounded_time_naming_the_brokers(spark, topic):
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        closed = f"127.0.0.1:{s.getsockname()[1]}"
+    options = {"kafka.bootstrap.servers": closed, "protocol": "canal-json", "topic": topic, "database": "d",
+               "table": "t", "broker-timeout-ms": "3000"}
+    started = time.monotonic()
+    with pytest.raises(PySparkException, match=f"cannot reach the Kafka brokers {closed}"):
+        write_batch(spark, [row(1)], options, partitions=1)
+    assert time.monotonic() - started < 60
+
+
+def test_missing_topic_creation_and_refusal(spark, broker, topic):
+    write_batch(spark, [row(1)], sink_options(broker, topic, **{"partition-num": "5"}), partitions=1)
+    from confluent_kafka.admin import AdminClient
+
+    metadata = AdminClient({"bootstrap.servers": broker.bootstrap_servers}).list_topics(timeout=10)
+    assert len(metadata.topics[topic].partitions) == 5
+    with pytest.raises(PySparkException, match=f"'{topic}-absent'.*does not exist.*auto-create-topic"):
+        write_batch(spark, [row(1)], sink_options(broker, f"{topic}-absent", **{"auto-create-topic": "false"}),
+                    partitions=1)
+
+
+def test_per_row_tables_route_to_their_topics(spark, broker, topic):
+    schema = T.StructType([T.StructField("_schema", T.StringType()), T.StructField("_table", T.StringType()),
+                           T.StructField("id", T.IntegerType(), False)])
+    rows = [{"_schema": "db", "_table": f"shard_{i % 2}", "id": i} for i in range(6)]
+    options = {"kafka.bootstrap.servers": broker.bootstrap_servers, "protocol": "canal-json",
+               "topic": f"{topic}_{{schema}}_{{table}}", "primary-key": "id"}
+    write_batch(spark, rows, options, schema=schema)
+    for shard in (0, 1):
+        events = [e for _, e in decoded(broker, f"{topic}_db_shard_{shard}")]
+        assert sorted(e.columns["id"] for e in events) == [i for i in range(6) if i % 2 == shard]
+        assert {e.table for e in events} == {f"shard_{shard}"}
+
+
+def test_kafka_settings_reach_librdkafka(spark, broker, topic):
+    # An invalid librdkafka setting must surface from librdkafka itself, proving it was passed through.
+    with pytest.raises(PySparkException, match='"batch.num.messages" value -5 is outside allowed range'):
+        write_batch(spark, [row(1)], sink_options(broker, topic, **{"kafka.batch.num.messages": "-5"}),
+                    partitions=1)
