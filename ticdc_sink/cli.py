@@ -97,8 +97,9 @@ def demo_feed() -> list[list[dict]]:
 def demo_schema():
     from pyspark.sql import types as T
 
+    # Nullable because the DDL row leaves the table columns empty; primary-key makes id NOT NULL anyway.
     columns = [
-        T.StructField("id", T.IntegerType(), False),
+        T.StructField("id", T.IntegerType()),
         T.StructField("customer", T.StringType()),
         T.StructField("amount", T.DecimalType(10, 2)),
         T.StructField("status", T.StringType()),
@@ -140,6 +141,7 @@ def run_demo(protocol: str, bootstrap_servers: str | None, topic: str) -> int:
                  .option("database", DEMO_DATABASE)
                  .option("table", DEMO_TABLE)
                  .option("primary-key", "id")
+                 .option("partition", "index-value")
                  .option("column-types", "status ENUM('new','paid','shipped')")
                  .option("enable-tidb-extension", "true")
                  .option("checkpointLocation", os.path.join(workdir, "checkpoint"))
@@ -174,6 +176,7 @@ def _local_spark():
     say("starting a local Spark session ...")
     spark = (SparkSession.builder.master("local[2]").appName("ticdc-sink-demo")
              .config("spark.ui.enabled", "false")
+             .config("spark.ui.showConsoleProgress", "false")
              .config("spark.sql.shuffle.partitions", "2")
              .config("spark.sql.session.timeZone", "UTC")
              .getOrCreate())
