@@ -210,3 +210,34 @@ def test_kafka_settings_reach_librdkafka(spark, broker, topic):
     with pytest.raises(PySparkException, match='"batch.num.messages" value -5 is outside allowed range'):
         write_batch(spark, [row(1)], sink_options(broker, topic, **{"kafka.batch.num.messages": "-5"}),
                     partitions=1)
+
+
+def test_row_writer_of_pyspark_4_0_feeds_the_same_pipeline(broker, topic):
+    """pyspark 4.0 has no Arrow stream writer: Rows are re-batched into Arrow (driven here directly)."""
+    from pyspark.sql import Row
+
+    from ticdc_sink.config import parse_options
+    from ticdc_sink.datasource import TiCDCStreamRowWriter
+    from ticdc_sink.writer import WritePlan
+
+    config = parse_options(sink_options(broker, topic, **{"enable-tidb-extension": "true"}))
+    writer = TiCDCStreamRowWriter(WritePlan.for_schema(config, CHANGES), CHANGES)
+    # Spark hands zoned timestamps to Row writers as naive local time.
+    local_seen = dt.datetime(2024, 5, 1, 10, 0, 3, tzinfo=dt.timezone.utc).astimezone().replace(tzinfo=None)
+    rows = [Row(**{**row(i, ts=i), "seen": local_seen}) for i in range(1, 4)]
+    report = writer.write(iter(rows))
+    writer.commit([report], batchId=0)
+    events = decoded(broker, topic)
+    assert sorted(e.columns["id"] for _, e in events if isinstance(e, RowEvent)) == [1, 2, 3]
+    assert {e.columns["seen"] for _, e in events if isinstance(e, RowEvent)} == {dt.datetime(2024, 5, 1, 10, 0, 3)}
+    assert report.rows == 3 and report.max_commit_ts == BASE_TS + 3
+    assert [e.ts for _, e in events if isinstance(e, WatermarkEvent)] == [BASE_TS + 3] * report.topics[topic]
+
+
+def test_emit_ddl_sends_one_event_to_partition_zero(broker, topic):
+    from ticdc_sink import emit_ddl
+
+    emit_ddl(sink_options(broker, topic), "CREATE TABLE orders (id INT PRIMARY KEY)", database="shop",
+             table="orders", commit_ts=BASE_TS)
+    assert [(p, e) for p, e in decoded(broker, topic)] == [
+        (0, DDLEvent("shop", "orders", "CREATE TABLE orders (id INT PRIMARY KEY)", "CREATE", None))]

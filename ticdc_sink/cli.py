@@ -20,7 +20,7 @@ from decimal import Decimal
 
 from .codec import IMPLEMENTED_PROTOCOLS, decoder_for
 from .codec.base import DDLEvent, RowEvent, WatermarkEvent
-from .kafka_io import read_messages
+from .kafka_io import iter_messages, read_messages
 
 
 def say(text: str) -> None:
@@ -56,14 +56,20 @@ def format_event(event) -> str:
 
 
 def print_topic(bootstrap_servers: str, topic: str, protocol: str, idle_seconds: float,
-                max_messages: int | None = None) -> int:
-    """Decode and print a topic's messages in partition order; returns how many were read."""
+                max_messages: int | None = None, in_partition_order: bool = False) -> int:
+    """Decode and print a topic's messages; returns how many were read.
+
+    Messages are printed as they arrive, or all at the end in partition order.
+    """
     decoder = decoder_for(protocol)
-    messages = read_messages(bootstrap_servers, topic, idle_seconds=idle_seconds, max_messages=max_messages)
+    reader = read_messages if in_partition_order else iter_messages
+    messages = reader(bootstrap_servers, topic, idle_seconds=idle_seconds, max_messages=max_messages)
+    count = 0
     for message in messages:
+        count += 1
         for event in decoder.decode(message.key(), message.value()):
             print(f"  p{message.partition()}@{message.offset():<4} {format_event(event)}", flush=True)
-    return len(messages)
+    return count
 
 
 # ---------------------------------------------------------------------------
@@ -158,7 +164,7 @@ def run_demo(protocol: str, bootstrap_servers: str | None, topic: str) -> int:
             time.sleep(0.5)
         query.awaitTermination()
         say(f"reading topic {topic!r} back and decoding it as {protocol}:")
-        count = print_topic(bootstrap_servers, topic, protocol, idle_seconds=3)
+        count = print_topic(bootstrap_servers, topic, protocol, idle_seconds=3, in_partition_order=True)
         say(f"{count} message(s) decoded")
         spark.stop()
         return 0 if count else 1

@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .mysql_types import split_top_level
+
 # TiDB ActionType codes (parser/model) for the actions recognised here.
 ACTION_CODES = {
     "create schema": 1,
@@ -143,22 +145,7 @@ def _strip_comments(sql: str) -> str:
 
 
 def _top_level_clauses(text: str) -> list[str]:
-    clauses, depth, quote, start = [], 0, None, 0
-    for i, ch in enumerate(text):
-        if quote:
-            if ch == quote:
-                quote = None
-        elif ch in "'`\"":
-            quote = ch
-        elif ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            clauses.append(text[start:i].strip())
-            start = i + 1
-    clauses.append(text[start:].strip())
-    return [c for c in clauses if c]
+    return [c.strip() for c in split_top_level(text) if c.strip()]
 
 
 def classify(statement: str) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import Iterator
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -179,9 +180,9 @@ def _is_client_setting(key: str) -> bool:
     return not key.startswith(producer_only)
 
 
-def read_messages(bootstrap_servers: str, topic: str, idle_seconds: float = 5.0,
-                  max_messages: int | None = None, settings: dict | None = None) -> list:
-    """Every message of ``topic`` from the beginning, in partition order, without a consumer group.
+def iter_messages(bootstrap_servers: str, topic: str, idle_seconds: float = 5.0,
+                  max_messages: int | None = None, settings: dict | None = None) -> Iterator:
+    """The messages of ``topic`` from the beginning, as they arrive, without a consumer group.
 
     Reading stops after ``idle_seconds`` without a new message (or at
     ``max_messages``): some brokers report wrong high watermarks, so the end
@@ -199,10 +200,10 @@ def read_messages(bootstrap_servers: str, topic: str, idle_seconds: float = 5.0,
     try:
         metadata = consumer.list_topics(timeout=30).topics.get(topic)
         if metadata is None or not metadata.partitions:
-            return []
+            return
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in sorted(metadata.partitions)])
-        messages, last = [], time.monotonic()
-        while time.monotonic() - last < idle_seconds and (max_messages is None or len(messages) < max_messages):
+        count, last = 0, time.monotonic()
+        while time.monotonic() - last < idle_seconds and (max_messages is None or count < max_messages):
             message = consumer.poll(0.2)
             if message is None:
                 continue
@@ -210,8 +211,14 @@ def read_messages(bootstrap_servers: str, topic: str, idle_seconds: float = 5.0,
                 if message.error().code() == KafkaError._PARTITION_EOF:
                     continue
                 raise DeliveryError(f"reading {topic}: {message.error().str()}")
-            messages.append(message)
-            last = time.monotonic()
-        return sorted(messages, key=lambda m: (m.partition(), m.offset()))
+            count, last = count + 1, time.monotonic()
+            yield message
     finally:
         consumer.close()
+
+
+def read_messages(bootstrap_servers: str, topic: str, idle_seconds: float = 5.0,
+                  max_messages: int | None = None, settings: dict | None = None) -> list:
+    """Every message of ``topic`` (see ``iter_messages``), in partition and offset order."""
+    messages = iter_messages(bootstrap_servers, topic, idle_seconds, max_messages, settings)
+    return sorted(messages, key=lambda m: (m.partition(), m.offset()))

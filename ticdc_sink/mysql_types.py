@@ -393,12 +393,8 @@ def _unescape_literal(body: str) -> str:
                   body, flags=re.S)
 
 
-def split_column_types(text: str) -> list[tuple[str, str]]:
-    """Split ``"id INT UNSIGNED, st ENUM('a','b')"`` into (column, type) pairs.
-
-    Commas inside parentheses and quotes do not separate; a column name may be
-    back-quoted (with ```` for a back-quote) to hold spaces or commas.
-    """
+def split_top_level(text: str) -> list[str]:
+    """Split SQL text at the commas outside parentheses and quotes."""
     items, depth, quote, start = [], 0, None, 0
     for i, ch in enumerate(text):
         if quote:
@@ -414,6 +410,16 @@ def split_column_types(text: str) -> list[tuple[str, str]]:
             items.append(text[start:i])
             start = i + 1
     items.append(text[start:])
+    return items
+
+
+def split_column_types(text: str) -> list[tuple[str, str]]:
+    """Split ``"id INT UNSIGNED, st ENUM('a','b')"`` into (column, type) pairs.
+
+    Commas inside parentheses and quotes do not separate; a column name may be
+    back-quoted (with ```` for a back-quote) to hold spaces or commas.
+    """
+    items = split_top_level(text)
     pairs = []
     for item in (i.strip() for i in items):
         if not item:
