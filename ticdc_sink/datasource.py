@@ -9,6 +9,7 @@ into Arrow.
 from __future__ import annotations
 
 import logging
+import uuid
 from typing import Iterator
 
 from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, DataSourceStreamWriter
@@ -47,16 +48,17 @@ class TiCDCDataSource(DataSource):
             "CREATE TEMPORARY VIEW v (_op STRING, id INT, name STRING) USING ticdc OPTIONS (...)",
         )
 
-    def _plan(self, schema) -> WritePlan:
+    def _plan(self, schema, job_prefix: str | None = None) -> WritePlan:
         own = {k: v for k, v in self.options.items() if str(k).lower() not in SPARK_OWN_OPTIONS}
         if not own:
             raise ConfigError("protocol", None, NO_OPTIONS_HELP)
-        return WritePlan.for_schema(parse_options(self.options), schema)
+        return WritePlan.for_schema(parse_options(self.options), schema, job_prefix)
 
     def writer(self, schema, overwrite: bool) -> "TiCDCBatchWriter":
         if overwrite:
             raise ConfigError("mode", "overwrite", "a change feed can only be appended: use mode('append')")
-        return TiCDCBatchWriter(self._plan(schema))
+        # A batch write is one job: its transactions get a prefix of their own.
+        return TiCDCBatchWriter(self._plan(schema, job_prefix=f"ticdc-sink-job-{uuid.uuid4().hex}"))
 
     def streamWriter(self, schema, overwrite: bool):
         plan = self._plan(schema)
@@ -76,9 +78,8 @@ class TiCDCBatchWriter(DataSourceArrowWriter):
         self.plan.commit(messages)
 
     def abort(self, messages) -> None:
-        written = sum(m.rows for m in messages if m is not None)
-        log.warning("ticdc sink: write aborted; %d row(s) from tasks that succeeded are in Kafka (at-least-once)",
-                    written)
+        _log_abort(self.plan, messages, "the write")
+        self.plan.abort(messages)
 
 
 class _StreamCommit:
@@ -88,12 +89,21 @@ class _StreamCommit:
     _watermark = 0
 
     def commit(self, messages, batchId: int) -> None:
-        self._watermark = self.plan.commit(messages, self._watermark)
+        self._watermark = self.plan.commit(messages, batchId, self._watermark)
 
     def abort(self, messages, batchId: int) -> None:
-        written = sum(m.rows for m in messages if m is not None)
-        log.warning("ticdc sink: micro-batch %d aborted; %d row(s) from tasks that succeeded are in Kafka "
-                    "and will be written again on retry (at-least-once)", batchId, written)
+        _log_abort(self.plan, messages, f"micro-batch {batchId}")
+        self.plan.abort(messages)
+
+
+def _log_abort(plan: WritePlan, messages, what: str) -> None:
+    written = sum(m.rows for m in messages if m is not None)
+    if plan.config.delivery == "exactly-once":
+        log.warning("ticdc sink: %s aborted; %d row(s) of partitions that committed stay in Kafka and are "
+                    "skipped when the batch is replayed", what, written)
+    else:
+        log.warning("ticdc sink: %s aborted; %d row(s) of tasks that succeeded are in Kafka and are sent "
+                    "again when the batch is replayed (at-least-once)", what, written)
 
 
 if DataSourceStreamArrowWriter is not None:

@@ -32,3 +32,7 @@ class MessageTooLargeError(TiCDCSinkError):
 
 class DeliveryError(TiCDCSinkError):
     """The broker did not acknowledge every message: the task must not report success."""
+
+
+class TaskTimeoutError(DeliveryError):
+    """A task outlived its Kafka transaction (``task-timeout-ms``)."""

@@ -18,9 +18,11 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from .config import SinkConfig
-from .errors import ConfigError, DeliveryError
+from .errors import ConfigError, DeliveryError, TaskTimeoutError
 
 log = logging.getLogger(__name__)
+# librdkafka's own log lines (connection failures, retries) go to Python logging, not stderr.
+_LIBRDKAFKA_LOG = logging.getLogger("ticdc_sink.librdkafka")
 
 
 def producer_settings(config: SinkConfig) -> dict[str, object]:
@@ -39,10 +41,11 @@ def producer_settings(config: SinkConfig) -> dict[str, object]:
 class KafkaOutput:
     """One producer with checked deliveries, plus the topic metadata a task needs."""
 
-    def __init__(self, config: SinkConfig):
+    def __init__(self, config: SinkConfig, extra_settings: dict[str, object] | None = None):
         self.config = config
-        self._settings = producer_settings(config)
-        self._producer = Producer({**self._settings, "error_cb": self._on_client_error})
+        self._settings = {**producer_settings(config), **(extra_settings or {})}
+        self._producer = Producer({**self._settings, "error_cb": self._on_client_error,
+                                   "logger": _LIBRDKAFKA_LOG})
         self._partition_counts: dict[str, int] = {}
         self._failures: list[str] = []
         self._client_errors: list[str] = []
@@ -51,10 +54,11 @@ class KafkaOutput:
 
     # -- topics
 
-    def partition_count(self, topic: str) -> int:
+    def partition_count(self, topic: str, partitions_if_created: int | None = None) -> int:
         """Partitions of ``topic``, creating it when it is missing and creation is allowed."""
         if topic not in self._partition_counts:
-            self._partition_counts[topic] = self._lookup_or_create(topic)
+            partitions = partitions_if_created or self.config.partition_num
+            self._partition_counts[topic] = self._lookup_or_create(topic, partitions)
         return self._partition_counts[topic]
 
     def _metadata(self):
@@ -69,13 +73,13 @@ class KafkaOutput:
                 + self._client_error_note()
             ) from None
 
-    def _lookup_or_create(self, topic: str) -> int:
+    def _lookup_or_create(self, topic: str, partitions: int) -> int:
         metadata = self._metadata().topics.get(topic)
         if metadata is not None and metadata.error is None and metadata.partitions:
             return len(metadata.partitions)
         if not self.config.auto_create_topic:
             raise ConfigError("topic", topic, "the topic does not exist; create it or set auto-create-topic=true")
-        self._create(topic)
+        self._create(topic, partitions)
         deadline = time.monotonic() + self.config.broker_timeout_ms / 1000
         while time.monotonic() < deadline:
             metadata = self._metadata().topics.get(topic)
@@ -84,24 +88,23 @@ class KafkaOutput:
             time.sleep(0.1)
         raise DeliveryError(f"topic {topic!r} was created but shows no partitions on {self.config.bootstrap_servers}")
 
-    def _create(self, topic: str) -> None:
+    def _create(self, topic: str, partitions: int) -> None:
         admin_settings = {k: v for k, v in self._settings.items() if _is_client_setting(k)}
         admin = AdminClient(admin_settings)
         future = admin.create_topics(
-            [NewTopic(topic, num_partitions=self.config.partition_num,
-                      replication_factor=self.config.replication_factor)],
+            [NewTopic(topic, num_partitions=partitions, replication_factor=self.config.replication_factor)],
             request_timeout=self.config.broker_timeout_ms / 1000,
         )[topic]
         try:
             future.result()
-            log.info("created topic %s with %d partitions", topic, self.config.partition_num)
+            log.info("created topic %s with %d partitions", topic, partitions)
         except KafkaException as e:
             error = e.args[0]
             if error.code() != KafkaError.TOPIC_ALREADY_EXISTS:
                 raise ConfigError(
                     "topic", topic,
-                    f"the topic does not exist and could not be created with partition-num="
-                    f"{self.config.partition_num}, replication-factor={self.config.replication_factor}: "
+                    f"the topic does not exist and could not be created with {partitions} partitions, "
+                    f"replication-factor={self.config.replication_factor}: "
                     f"{error.str()}; create it on the cluster",
                 ) from None
 
@@ -169,6 +172,106 @@ class KafkaOutput:
             self.flush()
         else:
             self.close()
+
+
+class TransactionalOutput(KafkaOutput):
+    """A producer whose messages become visible all at once, with a record of what it committed.
+
+    Every transaction also commits an offset for the consumer group named like
+    the ``transactional.id``: offset ``batch id + 1`` on partition 0 of the
+    sink's marker topic.  A later attempt with the same ``transactional.id``
+    first fences the earlier one (its open transaction is aborted), then reads
+    that offset to learn which batch it already committed.
+    """
+
+    def __init__(self, config: SinkConfig, transactional_id: str):
+        settings: dict[str, object] = {"transactional.id": transactional_id,
+                                       "transaction.timeout.ms": config.task_timeout_ms}
+        if "message.timeout.ms" not in config.kafka:  # librdkafka wants it within the transaction timeout
+            settings["message.timeout.ms"] = min(config.broker_timeout_ms, config.task_timeout_ms)
+        super().__init__(config, settings)
+        self.transactional_id = transactional_id
+        self._started = time.monotonic()
+        self._group_metadata = None
+        self._open = False
+
+    def start(self) -> int | None:
+        """Fence earlier attempts; return the last batch id committed under this transactional id."""
+        from confluent_kafka import Consumer, TopicPartition
+
+        self.partition_count(self.config.marker_topic, partitions_if_created=1)
+        self._transaction_call("init_transactions", self._producer.init_transactions, self._timeout)
+        consumer = Consumer({
+            **{k: v for k, v in self._settings.items() if _is_client_setting(k)},
+            "group.id": self.transactional_id,
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed",
+            "logger": _LIBRDKAFKA_LOG,
+        })
+        try:
+            [marker] = consumer.committed([TopicPartition(self.config.marker_topic, 0)], timeout=self._timeout)
+            self._group_metadata = consumer.consumer_group_metadata()
+        except KafkaException as e:
+            raise DeliveryError(f"cannot read the committed batch of {self.transactional_id!r} from "
+                                f"{self.config.bootstrap_servers}: {e.args[0].str()}") from None
+        finally:
+            consumer.close()
+        return marker.offset - 1 if marker.offset >= 0 else None
+
+    def begin(self) -> None:
+        self._transaction_call("begin_transaction", self._producer.begin_transaction)
+        self._open = True
+
+    def check_deadline(self) -> None:
+        """Fail before the broker aborts a transaction that outlived ``transaction.timeout.ms``."""
+        elapsed_ms = (time.monotonic() - self._started) * 1000
+        if elapsed_ms > self.config.task_timeout_ms:
+            raise TaskTimeoutError(
+                f"the task has run {elapsed_ms / 1000:.0f} s, longer than task-timeout-ms="
+                f"{self.config.task_timeout_ms}, the Kafka transaction timeout: the broker aborts such a "
+                "transaction, so its rows are not committed. Raise task-timeout-ms (at most the brokers' "
+                "transaction.max.timeout.ms) or give the query more, smaller partitions"
+            )
+
+    def commit(self, batch_id: int) -> None:
+        """Commit every produced message together with the marker of ``batch_id``."""
+        from confluent_kafka import TopicPartition
+
+        self.flush()
+        self.check_deadline()
+        marker = TopicPartition(self.config.marker_topic, 0, batch_id + 1)
+        self._transaction_call("send_offsets_to_transaction", self._producer.send_offsets_to_transaction,
+                               [marker], self._group_metadata, self._timeout)
+        self._transaction_call("commit_transaction", self._producer.commit_transaction, self._timeout)
+        self._open = False
+
+    def close(self) -> None:
+        """Abort an open transaction (best effort: the next attempt fences it anyway)."""
+        if self._open:
+            self._open = False
+            try:
+                self._producer.abort_transaction(min(self._timeout, 10))
+            except KafkaException as e:
+                log.warning("could not abort the transaction of %s: %s", self.transactional_id, e.args[0].str())
+        super().close()
+
+    @property
+    def _timeout(self) -> float:
+        return self.config.broker_timeout_ms / 1000
+
+    def _transaction_call(self, what: str, call, *args) -> None:
+        try:
+            call(*args)
+        except KafkaException as e:
+            error = e.args[0]
+            if error.code() in (KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH):
+                self.check_deadline()  # a timed-out transaction also shows up as fenced
+                raise DeliveryError(
+                    f"{what}: transactional.id {self.transactional_id!r} was taken over by a newer attempt "
+                    f"of this task, so this attempt stops without committing ({error.str()})"
+                ) from None
+            raise DeliveryError(f"{what} failed on {self.config.bootstrap_servers} for transactional.id "
+                                f"{self.transactional_id!r}: {error.str()}{self._client_error_note()}") from None
 
 
 def _is_client_setting(key: str) -> bool:
