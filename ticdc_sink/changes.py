@@ -14,15 +14,15 @@ from __future__ import annotations
 
 import json
 from decimal import Decimal
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from .config import SinkConfig, require_table_names
-from .ddl import DDLChange, classify
-from .errors import ConfigError, ContractError
+from .ddl import SCHEMA_LEVEL_ACTIONS, DDLChange, classify
+from .errors import ConfigError, ContractError, TiCDCSinkError
 from .mysql_types import INTEGER_KINDS, STRING_KINDS, Column, TableSchema, build_table_schema, now_tso
 
 OP_INSERT, OP_UPDATE, OP_DELETE, OP_DDL = 1, 2, 3, 4
@@ -48,7 +48,6 @@ class InputLayout:
     has_table: bool
     has_ddl: bool
     has_ddl_type: bool
-    input_names: tuple[str, ...] = field(default=())
 
     @classmethod
     def from_spark_schema(cls, spark_schema, config: SinkConfig) -> "InputLayout":
@@ -81,7 +80,8 @@ class InputLayout:
 
         table_fields = [f for f in spark_schema.fields if f.name not in metadata]
         if not table_fields:
-            raise ConfigError("op-column", config.op_column, "the DataFrame has no table columns besides metadata")
+            raise TiCDCSinkError(f"the DataFrame has no table columns, only metadata columns "
+                                 f"{[f.name for f in spark_schema.fields]}")
         table = build_table_schema(spark_schema, table_fields, config.column_types, config.primary_key,
                                    config.unique_keys)
         if has_before:
@@ -105,7 +105,6 @@ class InputLayout:
             has_table=has_table,
             has_ddl=has_ddl,
             has_ddl_type=has_ddl_type,
-            input_names=tuple(f.name for f in spark_schema.fields),
         )
 
 
@@ -188,8 +187,10 @@ class ChangeBatchBuilder:
 
         ops = self._ops(batch, keys) if layout.has_op else np.full(n, OP_INSERT, dtype=np.int8)
         commit_ts = self._commit_ts(batch, keys)
-        databases = self._names(batch, config.schema_column, config.database, layout.has_schema, keys)
-        tables = self._names(batch, config.table_column, config.table, layout.has_table, keys)
+        dml = ops != OP_DDL
+        databases = self._names(batch, config.schema_column, "database", layout.has_schema, keys,
+                                np.ones(n, dtype=bool))
+        tables = self._names(batch, config.table_column, "table", layout.has_table, keys, dml)
 
         ddl_rows = np.flatnonzero(ops == OP_DDL)
         ddls = self._ddls(batch, ddl_rows, commit_ts, databases, tables, keys) if len(ddl_rows) else []
@@ -255,16 +256,20 @@ class ChangeBatchBuilder:
                                 "a TiDB TSO is a positive 64-bit number (physical ms << 18 | logical)")
         return tso.astype(np.uint64)
 
-    def _names(self, batch, column: str, default: str | None, present: bool, keys: RowKeys) -> pa.Array:
+    def _names(self, batch, column: str, option: str, present: bool, keys: RowKeys,
+               needed: np.ndarray) -> pa.Array:
+        """Per-row database or table names: the column, else the option (``needed`` rows must have one)."""
+        default = getattr(self.config, option)
         if not present:
-            return pa.array([default] * batch.num_rows, pa.string()) if batch.num_rows else pa.array([], pa.string())
+            return pa.array([default or ""] * batch.num_rows, pa.string())
         values = batch.column(column)
         if values.null_count:
-            if default is None:
-                row = int(np.flatnonzero(values.is_null().to_numpy(zero_copy_only=False))[0])
+            missing = values.is_null().to_numpy(zero_copy_only=False) & needed
+            if default is None and missing.any():
+                row = int(np.flatnonzero(missing)[0])
                 raise ContractError(column, None, keys.describe(row),
-                                    f"needs a name (or set option {column.strip('_')!r} as the default)")
-            values = pc.fill_null(values, default)
+                                    f"needs a name (or set option {option!r} as the default)")
+            values = pc.fill_null(values, default or "")
         return values
 
     def _ddls(self, batch, rows, commit_ts, databases, tables, keys) -> list[DDLChange]:
@@ -279,12 +284,13 @@ class ChangeBatchBuilder:
             query = statements[row].as_py()
             if not query or not query.strip():
                 raise ContractError(config.ddl_column, query, keys.describe(row), "a DDL row needs its statement")
+            action = classify(query)
             result.append(DDLChange(
                 database=databases[row].as_py(),
-                table=tables[row].as_py() if tables[row].is_valid else "",
+                table="" if action in SCHEMA_LEVEL_ACTIONS else tables[row].as_py(),
                 query=query,
                 commit_ts=int(commit_ts[row]),
-                action=classify(query),
+                action=action,
                 type_override=types[row].as_py() if types is not None else None,
             ))
         return sorted(result, key=lambda d: d.commit_ts)
@@ -364,10 +370,16 @@ def canonical_values(values: pa.Array, column: Column, time_zone: str) -> pa.Arr
     """Convert one input column to the canonical form of its MySQL type (raises _BadValue)."""
     t = column.type
     kind = t.kind
+    if pa.types.is_string(values.type) or pa.types.is_large_string(values.type):
+        _check_utf8(values)
     if kind in INTEGER_KINDS or kind == "year":
         return _integers(values, t)
     if kind in ("float", "double"):
-        return values.cast(pa.float32() if kind == "float" else pa.float64(), safe=False)
+        target = pa.float32() if kind == "float" else pa.float64()
+        if pa.types.is_decimal(values.type):
+            # Through the decimal text: Arrow's decimal-to-float cast is not correctly rounded.
+            values = values.cast(pa.string())
+        return values.cast(target, safe=False)
     if kind == "decimal":
         target = pa.decimal128(t.length, t.decimals) if t.length <= 38 else pa.decimal256(t.length, t.decimals)
         try:
@@ -412,6 +424,15 @@ def _pad_binary(values: pa.Array, length: int) -> pa.Array:
     if not pc.any(pc.less(pc.binary_length(values), length)).as_py():
         return values
     return pa.array([None if v is None else v.ljust(length, b"\0") for v in values.to_pylist()], pa.binary())
+
+
+def _check_utf8(values: pa.Array) -> None:
+    """Spark does not check that strings are UTF-8 (CAST(X'FF' AS STRING)); TiDB would refuse them."""
+    try:
+        values.validate(full=True)
+    except pa.ArrowInvalid:
+        row, value = _first_failing(values.cast(pa.binary()), _is_utf8)
+        raise _BadValue(row, value, "is not valid UTF-8 text") from None
 
 
 def _is_utf8(b: bytes) -> bool:
@@ -468,12 +489,24 @@ def _bits(values: pa.Array, width: int) -> pa.Array:
         # A BIT(64) value with the top bit set arrives as a negative long.
         return pa.array(pc.fill_null(values, 0).to_numpy().view(np.uint64),
                         pa.uint64(), mask=values.is_null().to_numpy(zero_copy_only=False))
-    if pa.types.is_decimal(values.type):
-        values = values.cast(pa.uint64())
-    bad = _first_true(pc.or_(pc.less(values, 0), pc.greater(values, limit)))
+    return _unsigned_within(values, limit, f"does not fit BIT({width}) [0, {limit}]")
+
+
+def _unsigned_within(values: pa.Array, limit: int, problem: str) -> pa.Array:
+    """Integral values as uint64, each in [0, limit] (``problem`` names the rule otherwise)."""
+    if not pa.types.is_unsigned_integer(values.type):
+        negative = _first_true(pc.less(values, 0))
+        if negative is not None:
+            raise _BadValue(negative, values[negative].as_py(), problem)
+    try:
+        unsigned = values.cast(pa.uint64())
+    except pa.ArrowInvalid:
+        row, value = _first_failing(values, lambda v: v == int(v) and 0 <= v <= limit)
+        raise _BadValue(row, value, problem)
+    bad = _first_true(pc.greater(unsigned, pa.scalar(limit, pa.uint64())))
     if bad is not None:
-        raise _BadValue(bad, values[bad].as_py(), f"does not fit BIT({width}) [0, {limit}]")
-    return values.cast(pa.uint64())
+        raise _BadValue(bad, values[bad].as_py(), problem)
+    return unsigned
 
 
 def _member_indexes(values: pa.Array, elements: tuple[str, ...]) -> pa.Array:
@@ -483,12 +516,10 @@ def _member_indexes(values: pa.Array, elements: tuple[str, ...]) -> pa.Array:
 
 def _enum(values: pa.Array, elements: tuple[str, ...]) -> pa.Array:
     if pa.types.is_integer(values.type):
-        bad = _first_true(pc.or_(pc.less(values, 0), pc.greater(values, len(elements))))
-        if bad is not None:
-            raise _BadValue(bad, values[bad].as_py(), f"an ENUM index is 0..{len(elements)}")
-        return values.cast(pa.uint64())
+        return _unsigned_within(values, len(elements), f"an ENUM index is 0..{len(elements)}")
     found = _member_indexes(values, elements)
-    empty = pc.equal(values, "")
+    # '' is MySQL's error value (index 0) unless the ENUM declares it as a member.
+    empty = pc.and_(pc.equal(values, ""), pa.scalar("" not in elements))
     bad = _first_true(pc.and_(pc.is_null(found), pc.and_(pc.is_valid(values), pc.invert(empty))))
     if bad is not None:
         raise _BadValue(bad, values[bad].as_py(), f"is not a member of ENUM{elements}")
@@ -499,10 +530,7 @@ def _enum(values: pa.Array, elements: tuple[str, ...]) -> pa.Array:
 def _set(values: pa.Array, elements: tuple[str, ...]) -> pa.Array:
     if pa.types.is_integer(values.type):
         limit = 2 ** len(elements) - 1
-        bad = _first_true(pc.or_(pc.less(values, 0), pc.greater(values, limit)))
-        if bad is not None:
-            raise _BadValue(bad, values[bad].as_py(), f"a SET bitmask of {len(elements)} members is 0..{limit}")
-        return values.cast(pa.uint64())
+        return _unsigned_within(values, limit, f"a SET bitmask of {len(elements)} members is 0..{limit}")
     members = pc.split_pattern(pc.fill_null(values, ""), ",")
     flat = pc.utf8_trim_whitespace(pc.list_flatten(members))
     found = _member_indexes(flat, elements)
@@ -581,34 +609,45 @@ def _duration(values: pa.Array, fsp: int) -> pa.Array:
 
 
 def _json(values: pa.Array) -> pa.Array:
+    """JSON columns as TiDB's JSON text, from JSON strings or from Spark arrays, maps and structs."""
     from .render import tidb_json_text
 
     nested = not (pa.types.is_string(values.type) or pa.types.is_large_string(values.type))
+    convert = _json_converter(values.type) if nested else None
     texts = []
     for i, v in enumerate(values.to_pylist()):
         if v is None:
             texts.append(None)
             continue
-        if nested:
-            texts.append(tidb_json_text(_plain(v)))
-            continue
         try:
-            texts.append(tidb_json_text(json.loads(v)))
+            document = convert(v) if nested else json.loads(v, parse_constant=_no_json_constant)
+            texts.append(tidb_json_text(document))
         except ValueError as e:
             raise _BadValue(i, v, f"is not valid JSON ({e})") from None
     return pa.array(texts, pa.string())
 
 
-def _plain(value):
-    """Arrow's Python form of a nested value -> plain JSON-able data (maps become objects)."""
-    if isinstance(value, list) and value and all(isinstance(x, tuple) and len(x) == 2 for x in value):
-        return {str(k): _plain(v) for k, v in value}
-    if isinstance(value, list):
-        return [_plain(x) for x in value]
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, (bytes, bytearray)):
-        return value.decode("latin-1")
-    if hasattr(value, "isoformat"):
-        return value.isoformat(sep=" ") if hasattr(value, "hour") and hasattr(value, "day") else value.isoformat()
-    return value
+def _no_json_constant(name: str):
+    raise ValueError(f"JSON has no {name}")
+
+
+def _json_converter(arrow_type: pa.DataType):
+    """A function from Arrow's Python form of a nested value to plain JSON data, led by the type."""
+    if pa.types.is_map(arrow_type):
+        item = _json_converter(arrow_type.item_type)
+        return lambda v: None if v is None else {str(k): item(x) for k, x in v}
+    if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type) or pa.types.is_fixed_size_list(arrow_type):
+        item = _json_converter(arrow_type.value_type)
+        return lambda v: None if v is None else [item(x) for x in v]
+    if pa.types.is_struct(arrow_type):
+        fields = [(f.name, _json_converter(f.type)) for f in arrow_type]
+        return lambda v: None if v is None else {name: convert(v[name]) for name, convert in fields}
+    if pa.types.is_binary(arrow_type) or pa.types.is_large_binary(arrow_type):
+        return lambda v: None if v is None else v.decode("latin-1")
+    if pa.types.is_decimal(arrow_type):
+        return lambda v: None if v is None else float(v)  # TiDB's JSON holds numbers as doubles
+    if pa.types.is_timestamp(arrow_type):
+        return lambda v: None if v is None else v.isoformat(sep=" ")
+    if pa.types.is_date(arrow_type):
+        return lambda v: None if v is None else v.isoformat()
+    return lambda v: v

@@ -61,6 +61,8 @@ class TiCDCDataSource(DataSource):
         return TiCDCBatchWriter(self._plan(schema, job_prefix=f"ticdc-sink-job-{uuid.uuid4().hex}"))
 
     def streamWriter(self, schema, overwrite: bool):
+        if overwrite:
+            raise ConfigError("outputMode", "complete", "a change feed can only be appended: use outputMode('append')")
         plan = self._plan(schema)
         if DataSourceStreamArrowWriter is not None:
             return TiCDCStreamArrowWriter(plan)

@@ -62,6 +62,9 @@ ACTION_CODES = {
     "remove partitioning": 72,
 }
 
+# Actions on a database, not a table: their events carry an empty table name.
+SCHEMA_LEVEL_ACTIONS = frozenset({"create schema", "drop schema", "modify schema charset and collate"})
+
 _W = r"\s+"
 # Statement-level patterns, tried in order; the first match names the action.
 _STATEMENTS = [

@@ -24,6 +24,7 @@ from .mysql_types import Column, TableSchema
 from .render import value_text
 
 _KAFKA_FORBIDDEN = re.compile(r"[^a-zA-Z0-9._\-]")
+_KAFKA_TOPIC_MAX_LENGTH = 249
 
 
 class TopicRouter:
@@ -36,7 +37,9 @@ class TopicRouter:
     def topic_for(self, schema: str, table: str) -> str:
         schema = _KAFKA_FORBIDDEN.sub("_", schema)
         table = _KAFKA_FORBIDDEN.sub("_", table)
-        return self.expression.replace("{schema}", schema).replace("{table}", table)
+        topic = self.expression.replace("{schema}", schema).replace("{table}", table)
+        # Kafka's limits, as TiCDC applies them: at most 249 characters, and not "." or "..".
+        return {".": "_", "..": "__"}.get(topic, topic[:_KAFKA_TOPIC_MAX_LENGTH])
 
     def topic_for_ddl(self, schema: str, table: str) -> str:
         """A DDL on a database (no table) goes to the default topic, as in TiCDC."""
@@ -76,7 +79,8 @@ class PartitionDispatcher:
                     raise ConfigError("partition-index", config.partition_index, f"no such index; indexes: {known}")
                 self.columns = tuple(table.column(name) for name in index.columns)
             else:
-                self.columns = table.handle_columns
+                # TiCDC hashes the handle columns only; a table without a handle hashes schema and table.
+                self.columns = tuple(c for c in table.columns if c.handle_key)
         elif self.rule == "columns":
             resolved = []
             for name in config.partition_columns:
@@ -98,10 +102,6 @@ class PartitionDispatcher:
         for column in self.columns:
             hashes ^= _column_hashes(batch.columns[column.name], column, self.time_zone)
         return hashes.astype(np.uint64)
-
-
-def partitions_of(routing_values: np.ndarray, partition_count: int) -> np.ndarray:
-    return (routing_values % np.uint64(partition_count)).astype(np.int32)
 
 
 def _crc_of_texts(texts: list, start: int) -> np.ndarray:

@@ -47,7 +47,8 @@ class KafkaOutput:
         self._producer = Producer({**self._settings, "error_cb": self._on_client_error,
                                    "logger": _LIBRDKAFKA_LOG})
         self._partition_counts: dict[str, int] = {}
-        self._failures: list[str] = []
+        self._failures: list[str] = []  # the first few failed deliveries, for the error
+        self._failed = 0
         self._client_errors: list[str] = []
         self._pending = 0
         self.delivered = 0
@@ -77,6 +78,9 @@ class KafkaOutput:
         metadata = self._metadata().topics.get(topic)
         if metadata is not None and metadata.error is None and metadata.partitions:
             return len(metadata.partitions)
+        if metadata is not None and metadata.error is not None \
+                and metadata.error.code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
+            raise DeliveryError(f"topic {topic!r} on {self.config.bootstrap_servers}: {metadata.error.str()}")
         if not self.config.auto_create_topic:
             raise ConfigError("topic", topic, "the topic does not exist; create it or set auto-create-topic=true")
         self._create(topic, partitions)
@@ -125,10 +129,9 @@ class KafkaOutput:
     def _on_delivery(self, error, message) -> None:
         self._pending -= 1
         if error is not None:
+            self._failed += 1
             if len(self._failures) < 5:
                 self._failures.append(f"{message.topic()}[{message.partition()}]: {error.str()}")
-            else:
-                self._failures.append("")
         else:
             self.delivered += 1
 
@@ -140,23 +143,27 @@ class KafkaOutput:
         return f" (client errors: {'; '.join(self._client_errors)})" if self._client_errors else ""
 
     def _raise_if_failed(self) -> None:
-        if self._failures:
-            shown = [f for f in self._failures if f]
+        if self._failed:
             raise DeliveryError(
-                f"{len(self._failures)} message(s) were not acknowledged by {self.config.bootstrap_servers}: "
-                + "; ".join(shown) + self._client_error_note()
+                f"{self._failed} message(s) were not acknowledged by {self.config.bootstrap_servers}: "
+                + "; ".join(self._failures) + self._client_error_note()
             )
 
     def flush(self) -> None:
-        """Wait until every produced message is acknowledged; raise if any is not."""
-        deadline = time.monotonic() + self.config.broker_timeout_ms / 1000 + 30
+        """Wait until every produced message is acknowledged; raise if any is not.
+
+        librdkafka fails each message within ``message.timeout.ms``; the wait allows that and a margin.
+        """
+        message_timeout_s = int(self._settings["message.timeout.ms"]) / 1000
+        deadline = time.monotonic() + message_timeout_s + 30
         while self._pending > 0 and time.monotonic() < deadline:
             self._producer.flush(1.0)
         self._raise_if_failed()
         if self._pending > 0:
             raise DeliveryError(
                 f"{self._pending} message(s) still unacknowledged by {self.config.bootstrap_servers} "
-                f"after broker-timeout-ms={self.config.broker_timeout_ms}" + self._client_error_note()
+                f"{message_timeout_s + 30:.0f} s after message.timeout.ms={self._settings['message.timeout.ms']}"
+                + self._client_error_note()
             )
 
     def close(self) -> None:
@@ -168,9 +175,10 @@ class KafkaOutput:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
-        if exc_type is None:
-            self.flush()
-        else:
+        try:
+            if exc_type is None:
+                self.flush()
+        finally:
             self.close()
 
 

@@ -12,6 +12,8 @@ JSON escaping follows Go's writers (easyjson/encoding/json): ``<``, ``>`` and
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -68,6 +70,8 @@ def latin1_as_text(values: pa.Array) -> pa.Array:
     if isinstance(values, pa.ChunkedArray):
         values = values.combine_chunks()
     values = values.cast(pa.large_binary()) if not pa.types.is_large_binary(values.type) else values
+    if values.offset:
+        values = pa.concat_arrays([values])  # a slice: rebuild it so that its buffers start at row 0
     if len(values) == 0:
         return pa.array([], pa.string())
     offsets = np.frombuffer(values.buffers()[1], dtype=np.int64)[values.offset: values.offset + len(values) + 1]
@@ -82,9 +86,7 @@ def latin1_as_text(values: pa.Array) -> pa.Array:
     out[starts[high] + 1] = 0x80 | (data[high] & 0x3F)
     new_offsets = out_positions[offsets].astype(np.int64)
     result = pa.LargeStringArray.from_buffers(
-        len(values), pa.py_buffer(new_offsets), pa.py_buffer(out), values.buffers()[0], values.null_count,
-        values.offset if values.buffers()[0] is not None else 0,
-    )
+        len(values), pa.py_buffer(new_offsets), pa.py_buffer(out), values.buffers()[0], values.null_count)
     return result.cast(pa.string())
 
 
@@ -97,8 +99,12 @@ def tidb_json_text(value) -> str:
     if value is False:
         return "false"
     if isinstance(value, int):
-        return str(value)
+        if -(2**63) <= value < 2**64:
+            return str(value)
+        value = float(value)  # TiDB reads a number beyond 64 bits as a double
     if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            raise ValueError(f"number {value} is out of range")
         return go_json_float_text(value)
     if isinstance(value, str):
         return _tidb_json_string(value)
@@ -111,13 +117,15 @@ def tidb_json_text(value) -> str:
 
 
 _TIDB_JSON_ESCAPES = str.maketrans(
-    {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t",
-     **{chr(c): f"\\u{c:04x}" for c in range(0x20) if chr(c) not in "\n\r\t"}}
+    {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t", "\u2028": "\\u2028",
+     "\u2029": "\\u2029", **{chr(c): f"\\u{c:04x}" for c in range(0x20) if chr(c) not in "\n\r\t"}}
 )
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _tidb_json_string(text: str) -> str:
-    return '"' + text.translate(_TIDB_JSON_ESCAPES) + '"'
+    """A string in TiDB's JSON text; a lone surrogate becomes U+FFFD, as Go writes it."""
+    return '"' + _LONE_SURROGATE.sub("\ufffd", text).translate(_TIDB_JSON_ESCAPES) + '"'
 
 
 # ---------------------------------------------------------------------------
@@ -151,6 +159,14 @@ def float_text(values: pa.Array, bits: int, nan_as_zero: bool = False) -> pa.Arr
         floats = np.where(np.isfinite(floats), floats, 0.0)
     texts = [None if m else go_float_text(v, bits) for v, m in zip(floats.tolist(), mask)]
     return pa.array(texts, pa.string())
+
+
+def decimal_text(values: pa.Array) -> pa.Array:
+    """TiDB's decimal text: all the scale's digits, never an exponent (Arrow writes 1E-8 for small scales)."""
+    text = values.cast(pa.string())
+    if len(text) and pc.any(pc.match_substring(text, "E")).as_py():
+        text = pa.array([None if v is None else format(v, "f") for v in values.to_pylist()], pa.string())
+    return text
 
 
 # ---------------------------------------------------------------------------
@@ -218,7 +234,7 @@ def value_text(values: pa.Array, mysql_type: MySQLType, time_zone: str = "UTC",
     if kind in ("float", "double"):
         return float_text(values, 32 if kind == "float" else 64, nan_as_zero)
     if kind == "decimal":
-        return values.cast(pa.string())
+        return decimal_text(values)
     if kind == "date":
         return values.cast(pa.string())
     if kind in ("datetime", "timestamp"):

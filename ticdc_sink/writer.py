@@ -43,6 +43,7 @@ class TaskReport(WriterCommitMessage):
     ddls: list[DDLChange] = field(default_factory=list)
     transactional_id_prefix: str | None = None
     replayed: bool = False  # the partition had committed this batch already: nothing was sent again
+    unsorted: bool = False  # some Arrow batch started below the commit ts of an earlier one
 
 
 @dataclass(frozen=True)
@@ -135,9 +136,17 @@ class WritePlan:
         started, next_progress = time.monotonic(), PROGRESS_EVERY_ROWS
         for record_batch in batches:
             changes, ddls = builder.build(record_batch)
+            for ddl in ddls:
+                encoder.encode_ddl(ddl)  # a bad _ddl_type fails this task, before the batch commits
             report.ddls.extend(ddls)
             if changes is None or changes.num_rows == 0:
                 continue
+            if report.rows and int(changes.commit_ts.min()) < report.max_commit_ts and not report.unsorted:
+                report.unsorted = True
+                log.warning("ticdc sink: the input is not sorted by commit ts across Arrow batches of a "
+                            "partition; rows are sorted within each batch only. Sort the DataFrame with "
+                            "sortWithinPartitions(%r) to keep each key's changes in order",
+                            config.commit_ts_column)
             topics, topic_of_row = router.topics(changes)
             counts = np.array([output.partition_count(t) for t in topics], dtype=np.uint64)
             report.topics.update(zip(topics, counts.tolist()))
@@ -263,6 +272,14 @@ def _zone_fixer(arrow_type: pa.DataType):
         fixers = {f.name: fix for f in arrow_type if (fix := _zone_fixer(f.type))}
         if fixers:
             return lambda v: None if v is None else {**v, **{k: fix(v[k]) for k, fix in fixers.items()}}
+    if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
+        fix = _zone_fixer(arrow_type.value_type)
+        if fix:
+            return lambda v: None if v is None else [fix(x) for x in v]
+    if pa.types.is_map(arrow_type):
+        fix = _zone_fixer(arrow_type.item_type)
+        if fix:
+            return lambda v: None if v is None else {k: fix(x) for k, x in v.items()}
     return None
 
 
