@@ -69,10 +69,6 @@ def hides_aborted_transactions(broker) -> bool:
     return not read_messages(broker.bootstrap_servers, probe_topic, idle_seconds=2)
 
 
-ABORT_ISOLATION_GAP = ("the broker shows aborted transactional messages to read_committed consumers "
-                       "(Tansu's known gap); this check runs on real Kafka in the integration suite")
-
-
 _topic_numbers = itertools.count()
 
 

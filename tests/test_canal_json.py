@@ -376,3 +376,31 @@ def test_special_doubles_render_as_go_formats_them(value, text):
     s = schema(("id", T.IntegerType(), False), ("d", T.DoubleType()))
     [message] = encode(s, [{"id": 1, "d": value}], database="d", table="t", primary_key="id")
     assert json.loads(message)["data"][0]["d"] == text
+
+
+def test_small_decimals_keep_their_scale_without_exponents():
+    s = schema(("id", T.IntegerType(), False), ("d", T.DecimalType(20, 10)))
+    messages = encode(s, [{"id": 1, "d": Decimal("0")}, {"id": 2, "d": Decimal("0.000000001")}],
+                      database="d", table="t", primary_key="id")
+    assert [json.loads(m)["data"][0]["d"] for m in messages] == ["0.0000000000", "0.0000000010"]
+
+
+def test_binary_values_of_a_sliced_batch():
+    import pyarrow as pa
+
+    from ticdc_sink.changes import ChangeBatchBuilder, InputLayout
+    from ticdc_sink.config import parse_options
+    from ticdc_sink.writer import arrow_schema_of
+
+    s = schema(("id", T.IntegerType(), False), ("b", T.BinaryType()))
+    config = parse_options({"kafka.bootstrap.servers": "h:1", "protocol": "canal-json", "topic": "t",
+                            "database": "d", "table": "t", "primary-key": "id"})
+    layout = InputLayout.from_spark_schema(s, config)
+    table = pa.Table.from_pylist([{"id": i, "b": None if i % 2 else bytes([200 + i])} for i in range(6)],
+                                 schema=arrow_schema_of(s))
+    values = []
+    for batch in table.to_batches(max_chunksize=4):  # the second batch is a slice at offset 4
+        changes, _ = ChangeBatchBuilder(layout, config).build(batch)
+        values += [json.loads(v)["data"][0]["b"] for v in encoder_for(config, layout.table)
+                   .encode_values(changes).to_pylist()]
+    assert values == [chr(200), None, chr(202), None, chr(204), None]

@@ -230,3 +230,87 @@ def test_canonical_forms():
     assert c["dt"].to_pylist()[0] == dt.datetime(2024, 1, 2, 7, 30, 1)
     # TIMESTAMP from a naive timestamp: read in time-zone, kept as the UTC instant.
     assert c["ts"].to_pylist()[0] == dt.datetime(2024, 1, 1, 0, 0, 0, 2000, tzinfo=dt.timezone.utc)
+
+
+def test_doubles_from_decimals_are_correctly_rounded():
+    s = schema(("id", T.IntegerType(), False), ("d", T.DecimalType(10, 2)), ("f", T.DecimalType(10, 2)))
+    _, _, changes, _ = build(s, [{"id": 1, "d": Decimal("8133821.18"), "f": Decimal("0.1")}],
+                             column_types="d DOUBLE, f FLOAT", **KEYED)
+    assert changes.columns["d"].to_pylist() == [8133821.18]
+    assert changes.columns["f"].to_pylist() == [float(np.float32(0.1))]
+
+
+@pytest.mark.parametrize("spark_type, value, text", [
+    (T.MapType(T.StringType(), T.IntegerType()), {}, "{}"),
+    (T.MapType(T.StringType(), T.IntegerType()), {"b": 1, "a": 2}, '{"a": 2, "b": 1}'),
+    (T.StructType([T.StructField("price", T.DecimalType(10, 2))]), {"price": Decimal("1.50")}, '{"price": 1.5}'),
+    (T.ArrayType(T.MapType(T.StringType(), T.StringType())), [{"k": "v"}, {}], '[{"k": "v"}, {}]'),
+])
+def test_nested_spark_values_become_tidb_json(spark_type, value, text):
+    s = schema(("id", T.IntegerType(), False), ("j", spark_type))
+    _, _, changes, _ = build(s, [{"id": 1, "j": value}], **KEYED)
+    assert changes.columns["j"].to_pylist() == [text]
+
+
+@pytest.mark.parametrize("value, text", [
+    ('{"a":"x\u2028y"}', '{"a": "x\\u2028y"}'),
+    ("10000000000000000000000", "1e+22"),
+    ("18446744073709551615", "18446744073709551615"),
+    ('"\\ud800"', '"\ufffd"'),
+])
+def test_json_text_follows_tidb(value, text):
+    s = schema(("id", T.IntegerType(), False), ("j", T.StringType()))
+    _, _, changes, _ = build(s, [{"id": 1, "j": value}], column_types="j JSON", **KEYED)
+    assert changes.columns["j"].to_pylist() == [text]
+
+
+@pytest.mark.parametrize("value, problem", [('{"a": NaN}', "JSON has no NaN"), ("Infinity", "JSON has no Infinity"),
+                                            ("1e400", "out of range")])
+def test_json_without_a_json_value_is_refused(value, problem):
+    s = schema(("id", T.IntegerType(), False), ("j", T.StringType()))
+    with pytest.raises(ContractError, match=problem):
+        build(s, [{"id": 1, "j": value}], column_types="j JSON", **KEYED)
+
+
+def test_invalid_utf8_in_a_spark_string_is_refused():
+    s = schema(("id", T.IntegerType(), False), ("v", T.StringType()))
+    batch = pa.RecordBatch.from_arrays(
+        [pa.array([1, 2], pa.int32()), pa.array([b"ok", b"a\xffb"], pa.binary()).view(pa.string())],
+        schema=arrow_schema_of(s))
+    config = parse_options({"kafka.bootstrap.servers": "h:1", "protocol": "canal-json", "topic": "t",
+                            "database": "d", "table": "t", "primary-key": "id"})
+    with pytest.raises(ContractError, match=r"'v'.*\{id=2\}.*not valid UTF-8"):
+        ChangeBatchBuilder(InputLayout.from_spark_schema(s, config), config).build(batch)
+
+
+def test_a_database_level_ddl_row_has_no_table():
+    rows = [{"_op": "DDL", "_commit_ts": 7, "_ddl": "CREATE DATABASE shop", "id": None},
+            {"_op": "DDL", "_commit_ts": 8, "_ddl": "TRUNCATE TABLE t", "id": None}]
+    _, _, _, ddls = build(DDL, rows, database="shop", table="t")
+    assert [(d.database, d.table, d.action) for d in ddls] == [("shop", "", "create schema"),
+                                                             ("shop", "t", "truncate table")]
+    s = schema(("_op", T.StringType()), ("_table", T.StringType()), ("_ddl", T.StringType()), ("id", T.IntegerType()))
+    _, _, _, ddls = build(s, [{"_op": "DDL", "_table": None, "_ddl": "DROP DATABASE shop", "id": None}],
+                          database="shop")
+    assert ddls[0].table == ""
+    with pytest.raises(ContractError, match="option 'table'"):
+        build(s, [{"_op": "INSERT", "_table": None, "_ddl": None, "id": 1}], database="shop")
+
+
+@pytest.mark.parametrize("column_type, spark_type, value, expected", [
+    ("BIT(64)", T.DecimalType(20, 0), Decimal(2**64 - 1), 2**64 - 1),
+    ("BIT(64)", T.IntegerType(), 5, 5),
+    ("SET(" + ",".join(f"'m{i}'" for i in range(64)) + ")", T.LongType(), 2**62, 2**62),
+    ("ENUM('','a')", T.StringType(), "", 1),
+    ("ENUM('x','a')", T.StringType(), "", 0),
+])
+def test_wide_bits_sets_and_enum_members(column_type, spark_type, value, expected):
+    s = schema(("id", T.IntegerType(), False), ("c", spark_type))
+    _, _, changes, _ = build(s, [{"id": 1, "c": value}], column_types=f"c {column_type}", **KEYED)
+    assert changes.columns["c"].to_pylist() == [expected]
+
+
+def test_a_set_bitmask_beyond_its_members_is_refused():
+    s = schema(("id", T.IntegerType(), False), ("c", T.LongType()))
+    with pytest.raises(ContractError, match=r"SET bitmask of 2 members is 0\.\.3"):
+        build(s, [{"id": 1, "c": 4}], column_types="c SET('a','b')", **KEYED)

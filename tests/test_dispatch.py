@@ -113,3 +113,17 @@ def test_database_level_ddl_needs_a_default_topic_with_a_table_expression():
     config, *_ = build(T1, [], database="d", table="t", topic="x_{schema}_{table}", default_topic="ddl")
     assert TopicRouter(config).topic_for_ddl("d", "") == "ddl"
     assert TopicRouter(config).topic_for_ddl("d", "t") == "x_d_t"
+
+
+def test_index_value_of_a_table_without_a_handle_hashes_schema_and_table_like_ticdc():
+    s = schema(("a", T.IntegerType()), ("b", T.StringType()))
+    expected = zlib.crc32(b"testt") % 16
+    assert partitions(s, [{"a": 1, "b": "x"}, {"a": 2, "b": "y"}], table="t", partition="index-value") == \
+        [expected, expected]
+
+
+def test_topic_names_are_cut_to_kafkas_limits():
+    config, *_ = build(T1, [], database="d", table="t", topic="{schema}{table}")
+    router = TopicRouter(config)
+    assert router.topic_for("x" * 200, "y" * 100) == "x" * 200 + "y" * 49
+    assert router.topic_for(".", "") == "_" and router.topic_for(".", ".") == "__"

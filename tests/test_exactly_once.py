@@ -23,7 +23,6 @@ from pyspark.errors import PySparkException
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from conftest import ABORT_ISOLATION_GAP
 from ticdc_sink.broker import BrokerProxy
 from ticdc_sink.codec import decoder_for
 from ticdc_sink.codec.base import RowEvent, WatermarkEvent
@@ -40,6 +39,8 @@ SCHEMA = T.StructType([
     T.StructField("name", T.StringType()),
 ])
 BASE_TS = 450_000_000_000_000_000
+ABORT_ISOLATION_GAP = ("the broker shows aborted transactional messages to read_committed consumers "
+                       "(Tansu's known gap); this check runs on real Kafka in the integration suite")
 
 
 def options(bootstrap: str, topic: str, **extra) -> dict:
@@ -61,7 +62,7 @@ def record_batches(ids, size: int = 50) -> list[pa.RecordBatch]:
 def row_ids(bootstrap: str, topic: str) -> list[int]:
     """Ids of the row events a read_committed consumer sees."""
     decoder = decoder_for("canal-json")
-    return [e.columns["id"] for m in read_messages(bootstrap, topic, idle_seconds=2)
+    return [e.columns["id"] for m in read_messages(bootstrap, topic, idle_seconds=3)
             for e in decoder.decode(m.key(), m.value()) if isinstance(e, RowEvent)]
 
 

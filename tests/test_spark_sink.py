@@ -43,7 +43,7 @@ def sink_options(broker, topic: str, **extra) -> dict:
             "database": "shop", "table": "orders", "primary-key": "id", "broker-timeout-ms": "10000", **extra}
 
 
-def decoded(broker, topic: str, idle: float = 2.0) -> list[tuple[int, object]]:
+def decoded(broker, topic: str, idle: float = 3.0) -> list[tuple[int, object]]:
     """(partition, event) for every message of the topic, in partition order."""
     decoder = decoder_for("canal-json")
     return [(m.partition(), e) for m in read_messages(broker.bootstrap_servers, topic, idle_seconds=idle)

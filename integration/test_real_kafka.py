@@ -1,0 +1,14 @@
+"""The delivery tests of ``tests/``, on real Kafka, where aborted transactions are isolated.
+
+They are the same functions as in ``tests/test_exactly_once.py`` and
+``tests/test_spark_sink.py``; here the ``broker`` fixture is a real Kafka
+broker, so the checks that skip on the embedded broker run.
+"""
+
+from conftest import TESTS, _load
+
+_exactly_once = _load("ticdc_sink_unit_exactly_once", TESTS / "test_exactly_once.py")
+_spark_sink = _load("ticdc_sink_unit_spark_sink", TESTS / "test_spark_sink.py")
+
+globals().update({name: value for module in (_exactly_once, _spark_sink)
+                  for name, value in vars(module).items() if name.startswith("test_")})
