@@ -610,25 +610,30 @@ def _duration(values: pa.Array, fsp: int) -> pa.Array:
 
 def _json(values: pa.Array) -> pa.Array:
     """JSON columns as TiDB's JSON text, from JSON strings or from Spark arrays, maps and structs."""
-    from .render import tidb_json_text
+    from .render import tidb_json_text, tidb_json_texts
 
-    nested = not (pa.types.is_string(values.type) or pa.types.is_large_string(values.type))
-    convert = _json_converter(values.type) if nested else None
-    texts = []
-    for i, v in enumerate(values.to_pylist()):
-        if v is None:
-            texts.append(None)
-            continue
+    present = values.drop_null().to_pylist()
+    if pa.types.is_string(values.type) or pa.types.is_large_string(values.type):
         try:
-            document = convert(v) if nested else json.loads(v, parse_constant=_no_json_constant)
-            texts.append(tidb_json_text(document))
+            texts = tidb_json_texts(present)
+        except ValueError:
+            texts = []
+            for document in present:  # the slow path of an error: find the row and say why
+                try:
+                    tidb_json_texts([document])
+                except ValueError as e:
+                    row = values.to_pylist().index(document)
+                    raise _BadValue(row, document, f"is not valid JSON ({e})") from None
+    else:
+        convert = _json_converter(values.type)
+        try:
+            texts = [tidb_json_text(convert(v)) for v in present]
         except ValueError as e:
-            raise _BadValue(i, v, f"is not valid JSON ({e})") from None
-    return pa.array(texts, pa.string())
-
-
-def _no_json_constant(name: str):
-    raise ValueError(f"JSON has no {name}")
+            raise _BadValue(0, None, f"holds a value JSON cannot ({e})") from None
+    if not values.null_count:
+        return pa.array(texts, pa.string())
+    result = pa.array([None] * len(values), pa.string())
+    return pc.replace_with_mask(result, values.is_valid(), pa.array(texts, pa.string()))
 
 
 def _json_converter(arrow_type: pa.DataType):

@@ -12,6 +12,7 @@ JSON escaping follows Go's writers (easyjson/encoding/json): ``<``, ``>`` and
 
 from __future__ import annotations
 
+import json
 import re
 
 import numpy as np
@@ -38,18 +39,45 @@ def quote_json(text: str) -> str:
 
 
 def quote_json_array(values: pa.Array) -> pa.Array:
-    """Go-style JSON string literals of a string array; nulls stay null."""
+    """Go-style JSON string literals of a string array; nulls stay null.
+
+    The characters to escape are looked up once in the array's data buffer;
+    each one present costs one Arrow pass, and when many are present (binary
+    data) the rows that need escaping are escaped one by one instead.
+    """
     values = _as_string(values)
-    if len(values) and pc.any(pc.match_substring_regex(values, _NEEDS_ESCAPE)).as_py():
-        for raw, escaped in _ESCAPES:
-            if pc.any(pc.match_substring(values, raw)).as_py():
-                values = pc.replace_substring(values, raw, escaped)
+    present = _escapes_present(values)
+    if len(present) > _MAX_ESCAPE_PASSES:
+        needs = pc.fill_null(pc.match_substring_regex(values, _NEEDS_ESCAPE), False)
+        escaped = [v.translate(_SCALAR_TABLE) for v in values.filter(needs).to_pylist()]
+        values = pc.replace_with_mask(values, needs, pa.array(escaped, pa.string()))
+    else:
+        for raw, escaped in present:
+            values = pc.replace_substring(values, raw, escaped)
     return pc.binary_join_element_wise('"', values, '"', "")
 
 
-def json_fragments(text: pa.Array) -> pa.Array:
-    """JSON values of a string array: quoted literals, ``null`` for nulls."""
-    return pc.fill_null(quote_json_array(text), "null")
+_MAX_ESCAPE_PASSES = 4
+_ESCAPE_BYTES = [(raw.encode(), raw, escaped) for raw, escaped in _ESCAPES]
+
+
+def _escapes_present(values: pa.Array) -> list[tuple[str, str]]:
+    """The (character, escape) pairs whose character occurs in the array, in escaping order."""
+    if len(values) == 0 or values.null_count == len(values):
+        return []
+    offsets = values.buffers()[1]
+    first, last = np.frombuffer(offsets, dtype=np.int32)[[values.offset, values.offset + len(values)]]
+    data = values.buffers()[2][first:last].to_pybytes() if last > first else b""
+    return [(raw, escaped) for encoded, raw, escaped in _ESCAPE_BYTES if encoded in data]
+
+
+def json_fragments(text: pa.Array, escape: bool = True) -> pa.Array:
+    """JSON values of a string array: quoted literals, ``null`` for nulls.
+
+    ``escape=False`` skips looking for characters to escape, for text known to have none.
+    """
+    quoted = quote_json_array(text) if escape else pc.binary_join_element_wise('"', _as_string(text), '"', "")
+    return pc.fill_null(quoted, "null")
 
 
 def _as_string(values: pa.Array) -> pa.Array:
@@ -60,13 +88,27 @@ def _as_string(values: pa.Array) -> pa.Array:
     return values
 
 
-def latin1_as_text(values: pa.Array) -> pa.Array:
-    """Bytes read as ISO-8859-1 (each byte becomes U+0000..U+00FF), as UTF-8 text.
+def _byte_table(sequence_of) -> tuple[np.ndarray, np.ndarray]:
+    """A 256-entry substitution table: the bytes each byte becomes, and their counts."""
+    sequences = [sequence_of(b) for b in range(256)]
+    width = max(len(x) for x in sequences)
+    table = np.zeros((256, width), dtype=np.uint8)
+    for b, x in enumerate(sequences):
+        table[b, :len(x)] = np.frombuffer(x, dtype=np.uint8)
+    return table, np.array([len(x) for x in sequences], dtype=np.int64)
 
-    Canal-JSON renders binary values this way (TiCDC's charmap.ISO8859_1
-    decoder).  Bytes below 0x80 stay as they are; the others become two-byte
-    UTF-8 sequences, computed over the whole buffer at once.
-    """
+
+def _latin1_json_byte(b: int) -> bytes:
+    text = chr(b)
+    return text.translate(_SCALAR_TABLE).encode("utf-8")
+
+
+# Each byte as ISO-8859-1 text, escaped for the inside of a Go JSON string, in UTF-8.
+_LATIN1_JSON = _byte_table(_latin1_json_byte)
+
+
+def _substitute_bytes(values: pa.Array, table: tuple[np.ndarray, np.ndarray]) -> pa.Array:
+    """Replace every byte of a binary array by its sequence in ``table``, over the whole buffer at once."""
     if isinstance(values, pa.ChunkedArray):
         values = values.combine_chunks()
     values = values.cast(pa.large_binary()) if not pa.types.is_large_binary(values.type) else values
@@ -74,20 +116,94 @@ def latin1_as_text(values: pa.Array) -> pa.Array:
         values = pa.concat_arrays([values])  # a slice: rebuild it so that its buffers start at row 0
     if len(values) == 0:
         return pa.array([], pa.string())
-    offsets = np.frombuffer(values.buffers()[1], dtype=np.int64)[values.offset: values.offset + len(values) + 1]
-    data = np.frombuffer(values.buffers()[2], dtype=np.uint8)[offsets[0]: offsets[-1]]
-    offsets = offsets - offsets[0]
-    high = data >= 0x80
-    widths = 1 + high.astype(np.int64)
-    out_positions = np.concatenate(([0], np.cumsum(widths)))
-    out = np.empty(out_positions[-1], dtype=np.uint8)
-    starts = out_positions[:-1]
-    out[starts] = np.where(high, 0xC0 | (data >> 6), data)
-    out[starts[high] + 1] = 0x80 | (data[high] & 0x3F)
-    new_offsets = out_positions[offsets].astype(np.int64)
+    sequences, lengths = table
+    offsets = np.frombuffer(values.buffers()[1], dtype=np.int64)[: len(values) + 1]
+    data = np.frombuffer(values.buffers()[2], dtype=np.uint8)[offsets[0]: offsets[-1]] \
+        if values.buffers()[2] is not None else np.zeros(0, dtype=np.uint8)
+    widths = lengths[data]
+    positions = np.concatenate(([0], np.cumsum(widths)))
+    out = np.empty(positions[-1], dtype=np.uint8)
+    starts = positions[:-1]
+    for k in range(sequences.shape[1]):
+        chosen = widths > k
+        out[starts[chosen] + k] = sequences[data[chosen], k]
+    new_offsets = positions[offsets - offsets[0]].astype(np.int64)
     result = pa.LargeStringArray.from_buffers(
         len(values), pa.py_buffer(new_offsets), pa.py_buffer(out), values.buffers()[0], values.null_count)
     return result.cast(pa.string())
+
+
+def latin1_json_fragments(values: pa.Array) -> pa.Array:
+    """JSON string literals of bytes read as ISO-8859-1, escaped as Go does; ``null`` for nulls.
+
+    Canal-JSON renders binary values this way (TiCDC's charmap.ISO8859_1 decoder).
+    """
+    inside = _substitute_bytes(values, _LATIN1_JSON)
+    return pc.fill_null(pc.binary_join_element_wise('"', inside, '"', ""), "null")
+
+
+def tidb_json_texts(documents: list[str]) -> list[str]:
+    """JSON texts as TiDB prints them; raises ValueError for text that is not JSON.
+
+    Python's C parser and printer (sorted keys, TiDB's separators) print most
+    documents exactly as TiDB does, and parse a whole column in one call; a
+    float that Python would print differently, a number beyond 64 bits, or a
+    character the two escape differently sends the document through the exact
+    (slower) path of ``tidb_json_text``.
+    """
+    check = _FastPathCheck()
+    decoder = json.JSONDecoder(parse_float=check.float, parse_constant=_no_constant)
+    values = None
+    if not _LONG_DIGITS.search("".join(documents)):
+        try:
+            values = decoder.decode("[" + ",".join(documents) + "]")
+        except ValueError:
+            values = None  # some document is not JSON: find it below
+    if values is None or len(values) != len(documents) or not check.ok:
+        return [_tidb_json_text_of(document) for document in documents]
+    texts = [_FAST_ENCODE(v) for v in values]
+    joined = "".join(texts)
+    if "\u2028" in joined or "\u2029" in joined:
+        texts = [t.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029") for t in texts]
+    if "\\b" in joined or "\\f" in joined or _LONE_SURROGATE.search(joined):
+        texts = [tidb_json_text(v) for v in values]
+    return texts
+
+
+def _tidb_json_text_of(document: str) -> str:
+    return tidb_json_text(json.loads(document, parse_constant=_no_constant))
+
+
+def _fast_encoder():
+    """Python's C JSON printer with TiDB's separators and sorted keys (the Python one if C is missing)."""
+    from json.encoder import c_make_encoder, encode_basestring
+
+    if c_make_encoder is None:
+        encoder = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(", ", ": "))
+        return encoder.encode
+    make = c_make_encoder(None, None, encode_basestring, None, ": ", ", ", True, False, True)
+    return lambda value: "".join(make(value, 0))
+
+
+_FAST_ENCODE = _fast_encoder()
+
+
+class _FastPathCheck:
+    """The float hook of json.loads: notes whether Python prints every float as TiDB does."""
+
+    def __init__(self):
+        self.ok = True
+
+    def float(self, text: str) -> float:
+        value = float(text)
+        # Python's repr and Go's 'f' format agree on non-integral values in [1e-4, 1e16).
+        if not (1e-4 <= abs(value) < 1e16) or value.is_integer():
+            self.ok = False
+        return value
+
+
+def _no_constant(name: str):
+    raise ValueError(f"JSON has no {name}")
 
 
 def tidb_json_text(value) -> str:
@@ -121,6 +237,7 @@ _TIDB_JSON_ESCAPES = str.maketrans(
      "\u2029": "\\u2029", **{chr(c): f"\\u{c:04x}" for c in range(0x20) if chr(c) not in "\n\r\t"}}
 )
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+_LONG_DIGITS = re.compile(r"\d{19}")
 
 
 def _tidb_json_string(text: str) -> str:
@@ -152,13 +269,19 @@ def go_float_text(value: float, bits: int) -> str:
 
 
 def float_text(values: pa.Array, bits: int, nan_as_zero: bool = False) -> pa.Array:
-    """Go ``'f'`` text of a float array; TiCDC's dispatchers hash NaN and infinities as 0."""
-    floats = values.to_numpy(zero_copy_only=False)
-    mask = values.is_null().to_numpy(zero_copy_only=False)
+    """Go ``'f'`` text of a float array; TiCDC's dispatchers hash NaN and infinities as 0.
+
+    Arrow prints the shortest round-trip digits as Go does; only its exponent
+    forms, ``nan`` and ``inf`` need Go's spelling, row by row.
+    """
     if nan_as_zero:
-        floats = np.where(np.isfinite(floats), floats, 0.0)
-    texts = [None if m else go_float_text(v, bits) for v, m in zip(floats.tolist(), mask)]
-    return pa.array(texts, pa.string())
+        values = pc.if_else(pc.is_finite(values), values, pa.scalar(0, values.type))
+    text = values.cast(pa.string())
+    unusual = pc.fill_null(pc.match_substring_regex(text, "[en]"), False)
+    if pc.any(unusual).as_py():
+        fixed = [go_float_text(v, bits) for v in values.filter(unusual).to_pylist()]
+        text = pc.replace_with_mask(text, unusual, pa.array(fixed, pa.string()))
+    return text
 
 
 def decimal_text(values: pa.Array) -> pa.Array:
@@ -189,11 +312,11 @@ def timestamp_text(values: pa.Array, fsp: int, time_zone: str | None) -> pa.Arra
 
     A zoned value is printed as wall-clock time in ``time_zone``; a naive one as it is.
     """
+    if values.type.tz is not None:
+        values = pc.local_timestamp(values.cast(pa.timestamp("us", tz=time_zone)))
     micros, mask = _int_parts(values)
     seconds = np.floor_divide(micros, 1_000_000)
-    zone = time_zone if values.type.tz is not None else None
-    whole = pa.array(seconds, pa.int64(), mask=mask).cast(pa.timestamp("s", tz=zone))
-    text = pc.strftime(whole, format="%Y-%m-%d %H:%M:%S")
+    text = pa.array(seconds, pa.int64(), mask=mask).cast(pa.timestamp("s")).cast(pa.string())
     if fsp == 0:
         return text
     return pc.binary_join_element_wise(text, _fraction_text(micros - seconds * 1_000_000, fsp, mask), "")

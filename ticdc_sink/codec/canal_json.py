@@ -27,7 +27,7 @@ from ..config import SinkConfig
 from ..ddl import CANAL_DDL_TYPES, DDLChange, canal_ddl_type
 from ..errors import ContractError
 from ..mysql_types import Column, TableSchema
-from ..render import json_fragments, latin1_as_text, quote_json, quote_json_array, value_text
+from ..render import json_fragments, latin1_json_fragments, quote_json, quote_json_array, value_text
 from .base import Decoder, DDLEvent, Encoded, Encoder, Message, RowEvent, WatermarkEvent
 
 # java.sql.Types codes (TiCDC common/java.go).
@@ -60,14 +60,6 @@ def java_sql_type(column: Column) -> int:
     return _JAVA_BY_KIND[t.kind]
 
 
-def canal_text(values: pa.Array, column: Column, time_zone: str) -> pa.Array:
-    """Canal's value text: TiCDC's rendering, binary-charset strings read as ISO-8859-1."""
-    text = value_text(values, column.type, time_zone)
-    if column.type.binary and column.type.is_string:
-        return latin1_as_text(text)
-    return text
-
-
 class CanalJSONEncoder(Encoder):
     """Canal-JSON messages for one table shape, built a batch at a time."""
 
@@ -90,8 +82,7 @@ class CanalJSONEncoder(Encoder):
         config = self.config
         build_ms = int(time.time() * 1000) if build_ms is None else build_ms
         columns = self.table.columns
-        new_text = [canal_text(batch.columns[c.name], c, config.time_zone) for c in columns]
-        new_frags = [json_fragments(t) for t in new_text]
+        new_frags = [self._fragments(batch.columns[c.name], c) for c in columns]
 
         has_old = batch.before is not None
         is_update = batch.ops == OP_UPDATE
@@ -101,9 +92,12 @@ class CanalJSONEncoder(Encoder):
 
         old_json: pa.Array | str = "null"
         if has_old and is_update.any():
-            old_frags = [json_fragments(canal_text(batch.before[c.name], c, config.time_zone)) for c in columns]
-            old_doc = self._old_document(new_frags, old_frags)
-            old_json = pc.if_else(pa.array(is_update), old_doc, "null")
+            # Old rows exist on updates only: render just those rows, then put them in place.
+            updates = pa.array(np.flatnonzero(is_update))
+            old_frags = [self._fragments(batch.before[c.name].take(updates), c) for c in columns]
+            old_doc = self._old_document([f.take(updates) for f in new_frags], old_frags)
+            old_json = pc.replace_with_mask(pa.repeat(pa.scalar("null"), batch.num_rows), pa.array(is_update),
+                                            old_doc)
 
         es = pa.array(batch.commit_ts >> np.uint64(18)).cast(pa.string())
         parts: list[Any] = [
@@ -127,6 +121,15 @@ class CanalJSONEncoder(Encoder):
         topic_names = [topics[i] for i in topic_of_row.tolist()] if len(topics) > 1 else None
         for i, (value, partition) in enumerate(zip(values.to_pylist(), partition_of_row.tolist())):
             yield Message(topic_names[i] if topic_names else topics[0], partition, None, value)
+
+    def _fragments(self, values: pa.Array, column: Column) -> pa.Array:
+        """The JSON value of each row of a column: a quoted string, or ``null``."""
+        text = value_text(values, column.type, self.config.time_zone)
+        if column.type.binary and column.type.is_string:
+            return latin1_json_fragments(text)
+        # Numbers, dates and times render without characters that JSON escapes.
+        may_escape = column.type.is_string or column.type.kind == "json"
+        return json_fragments(text, escape=may_escape)
 
     def _document(self, frags: list[pa.Array]) -> pa.Array:
         """``[{"c1":v1,"c2":v2}]`` per row."""

@@ -1,0 +1,438 @@
+"""The benchmark harness: the sink against what users would otherwise run, on the same data, in one run.
+
+    python bench/run.py                 # the full run (1M-row feed, 5M-row partition for memory)
+    python bench/run.py --small         # seconds: the CI smoke run, no verdicts about speed
+
+Measures, on the standard change feed (``feed.py``):
+  - encode-only rows/s and MB/s of every implemented protocol's encoder, and of
+    the hand-written per-row encoder (dict + json.dumps / orjson.dumps);
+  - the bare output limit: pre-encoded messages produced by bare confluent-kafka
+    loops, one process per core;
+  - Spark jobs over the feed: ``format("ticdc")`` per protocol and delivery mode,
+    the hand-written ``foreachPartition`` producer, and Spark's ``noop`` sink
+    (the input limit);
+  - the peak RSS of the Python worker writing one large partition.
+Results go to ``bench/RESULTS.md`` with the ratios, the targets, the machine and
+the command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import multiprocessing
+import os
+import platform
+import pstats
+import sys
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+BENCH = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH))
+
+from baselines import dumps_choices, handwritten_canal_json, produce_all  # noqa: E402
+from feed import SCHEMA, sink_options, write_feed  # noqa: E402
+
+from ticdc_sink.changes import ChangeBatchBuilder, InputLayout  # noqa: E402
+from ticdc_sink.codec import IMPLEMENTED_PROTOCOLS, encoder_for  # noqa: E402
+from ticdc_sink.config import parse_options  # noqa: E402
+
+CORES = os.cpu_count() or 1
+ENCODE_TARGET = 5.0  # Canal-JSON encode-only vs the hand-written encode step
+OUTPUT_TARGET = 0.60  # end-to-end at-least-once vs the bare producer limit
+RSS_TARGET_MB = 500
+
+
+def say(text: str) -> None:
+    print(f"[bench] {text}", flush=True)
+
+
+@dataclass
+class Result:
+    section: str
+    name: str
+    rows: int
+    seconds: float
+    megabytes: float | None = None
+    note: str = ""
+
+    @property
+    def rows_per_second(self) -> float:
+        return self.rows / self.seconds if self.seconds else 0.0
+
+
+def spark_schema():
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    return from_arrow_schema(SCHEMA)
+
+
+def read_feed(path: Path) -> pa.Table:
+    return pq.read_table(path)
+
+
+# ---------------------------------------------------------------------------
+# Encode-only
+
+
+def encode_sink(table: pa.Table, protocol: str, profile: cProfile.Profile | None = None) -> Result:
+    config = parse_options(sink_options("127.0.0.1:1", "bench", protocol=protocol))
+    layout = InputLayout.from_spark_schema(spark_schema(), config)
+    encoder = encoder_for(config, layout.table)
+    builder = ChangeBatchBuilder(layout, config)
+    batches = table.to_batches(max_chunksize=10_000)
+    size = 0
+    if profile:
+        profile.enable()
+    started = time.perf_counter()
+    for batch in batches:
+        changes, _ = builder.build(batch)
+        size += pa.compute.sum(pa.compute.binary_length(encoder.encode_values(changes))).as_py()
+    elapsed = time.perf_counter() - started
+    if profile:
+        profile.disable()
+    return Result("encode", f"ticdc-sink {protocol}", table.num_rows, elapsed, size / 1e6)
+
+
+def encode_handwritten(table: pa.Table, name: str, dumps) -> Result:
+    build_ms = int(time.time() * 1000)
+    rows = table.to_pylist()  # the rows a foreachPartition loop gets, made before timing
+    started = time.perf_counter()
+    size = sum(len(handwritten_canal_json(row, build_ms, dumps)) for row in rows)
+    elapsed = time.perf_counter() - started
+    return Result("encode", f"hand-written, dict per row + {name}", table.num_rows, elapsed, size / 1e6)
+
+
+# ---------------------------------------------------------------------------
+# The bare output limit
+
+
+def _bare_producer_worker(args) -> float:
+    bootstrap_servers, topic, path, part, parts = args
+    table = read_feed(path)
+    rows = table.num_rows
+    mine = table.slice(part * rows // parts, (part + 1) * rows // parts - part * rows // parts)
+    config = parse_options(sink_options(bootstrap_servers, topic))
+    layout = InputLayout.from_spark_schema(spark_schema(), config)
+    builder = ChangeBatchBuilder(layout, config)
+    encoder = encoder_for(config, layout.table)
+    values = []
+    for batch in mine.to_batches(max_chunksize=10_000):
+        changes, _ = builder.build(batch)
+        values += [v.encode() for v in encoder.encode_values(changes).to_pylist()]
+    return produce_all({"bootstrap.servers": bootstrap_servers}, topic, values)
+
+
+def bare_producer(bootstrap_servers: str, path: Path, rows: int) -> Result:
+    topic = f"bench-bare-{uuid.uuid4().hex[:8]}"
+    _create_topic(bootstrap_servers, topic)
+    context = multiprocessing.get_context("spawn")
+    with context.Pool(CORES) as pool:
+        started = time.perf_counter()
+        seconds = pool.map(_bare_producer_worker, [(bootstrap_servers, topic, path, p, CORES) for p in range(CORES)])
+    wall = time.perf_counter() - started
+    return Result("e2e", f"bare confluent-kafka loop, {CORES} processes, pre-encoded", rows, max(seconds),
+                  note=f"produce time only (whole step with encoding: {wall:.1f} s)")
+
+
+def _create_topic(bootstrap_servers: str, topic: str, partitions: int = 3) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap_servers})  # alive until the future resolves
+    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
+
+
+# ---------------------------------------------------------------------------
+# Spark jobs
+
+
+def local_spark(extra: dict[str, str] | None = None):
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    from pyspark.sql import SparkSession
+
+    builder = (SparkSession.builder.master(f"local[{CORES}]").appName("ticdc-sink-bench")
+               .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.session.timeZone", "UTC").config("spark.driver.memory", "4g"))
+    for key, value in (extra or {}).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    for module in ("feed.py", "baselines.py"):  # the hand-written job imports them on the workers
+        spark.sparkContext.addPyFile(str(BENCH / module))
+    return spark
+
+
+def timed(action) -> float:
+    started = time.perf_counter()
+    action()
+    return time.perf_counter() - started
+
+
+def spark_jobs(spark, path: Path, rows: int, bootstrap_servers: str) -> list[Result]:
+    df = spark.read.parquet(str(path)).repartition(CORES)
+    df.cache().count()  # the input is read once, so that every job measures its writing
+    results = []
+
+    def ticdc(protocol: str, delivery: str):
+        topic = f"bench-{protocol}-{delivery}-{uuid.uuid4().hex[:8]}"
+        return lambda: df.write.format("ticdc").mode("append").options(
+            **sink_options(bootstrap_servers, topic, delivery, protocol)).save()
+
+    say("Spark warm-up")
+    spark.read.parquet(str(path)).limit(2000).write.format("ticdc").mode("append").options(
+        **sink_options(bootstrap_servers, f"bench-warmup-{uuid.uuid4().hex[:8]}")).save()
+
+    say("Spark noop sink (the input limit)")
+    results.append(Result("e2e", "Spark noop sink (input limit)", rows,
+                          timed(lambda: df.write.format("noop").mode("overwrite").save())))
+    for protocol in IMPLEMENTED_PROTOCOLS:
+        for delivery in ("at-least-once", "exactly-once"):
+            say(f"Spark format('ticdc') {protocol} {delivery}")
+            results.append(Result("e2e", f"ticdc-sink {protocol}, {delivery}", rows, timed(ticdc(protocol, delivery))))
+    say("Spark hand-written foreachPartition producer")
+    topic = f"bench-handwritten-{uuid.uuid4().hex[:8]}"
+    _create_topic(bootstrap_servers, topic)
+    results.append(Result("e2e", "hand-written foreachPartition, dict per row + json.dumps", rows,
+                          timed(lambda: df.foreachPartition(_handwritten_partition(bootstrap_servers, topic)))))
+    df.unpersist()
+    return results
+
+
+def _handwritten_partition(bootstrap_servers: str, topic: str):
+    def send(rows):
+        import json
+
+        from confluent_kafka import Producer
+
+        from baselines import handwritten_canal_json
+
+        producer = Producer({"bootstrap.servers": bootstrap_servers, "enable.idempotence": True, "acks": "all",
+                             "linger.ms": 5})
+        build_ms = int(time.time() * 1000)
+        for row in rows:
+            value = handwritten_canal_json(row.asDict(recursive=True), build_ms, json.dumps)
+            while True:
+                try:
+                    producer.produce(topic, value)
+                    break
+                except BufferError:
+                    producer.poll(0.05)
+            producer.poll(0)
+        if producer.flush(120):
+            raise RuntimeError("hand-written producer: messages left unacknowledged")
+
+    return send
+
+
+# ---------------------------------------------------------------------------
+# Memory of the Python worker
+
+
+class WorkerMemory:
+    """Samples the RSS of Spark's Python workers (processes of ``pyspark.daemon``)."""
+
+    def __init__(self, interval: float = 0.2):
+        self.interval, self.peak_kb = interval, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            for pid in os.listdir("/proc"):
+                if not pid.isdigit():
+                    continue
+                try:
+                    with open(f"/proc/{pid}/cmdline", "rb") as f:
+                        if b"pyspark.daemon" not in f.read():
+                            continue
+                    with open(f"/proc/{pid}/status") as f:
+                        for line in f:
+                            if line.startswith("VmHWM:"):
+                                self.peak_kb = max(self.peak_kb, int(line.split()[1]))
+                except OSError:
+                    continue
+            self._stop.wait(self.interval)
+
+    def __enter__(self) -> "WorkerMemory":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def worker_rss(path: Path, rows: int, bootstrap_servers: str) -> Result:
+    """One partition of ``rows`` changes through a fresh Spark session; the worker's peak RSS."""
+    spark = local_spark({"spark.python.worker.reuse": "true"})
+    try:
+        df = spark.read.parquet(str(path)).coalesce(1)
+        topic = f"bench-rss-{uuid.uuid4().hex[:8]}"
+        with WorkerMemory() as memory:
+            seconds = timed(lambda: df.write.format("ticdc").mode("append").options(
+                **sink_options(bootstrap_servers, topic, "at-least-once")).save())
+        return Result("memory", f"peak worker RSS, one partition of {rows:,} rows", rows, seconds,
+                      note=f"{memory.peak_kb / 1024:.0f} MB")
+    finally:
+        spark.stop()
+
+
+# ---------------------------------------------------------------------------
+# Report
+
+
+def machine() -> str:
+    import pyspark
+
+    cpu = platform.processor() or ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    import confluent_kafka
+
+    return (f"{CORES} cores ({cpu}), {memory:.0f} GiB; Python {platform.python_version()}, "
+            f"pyspark {pyspark.__version__}, pyarrow {pa.__version__}, "
+            f"confluent-kafka {confluent_kafka.version()[0]} (librdkafka {confluent_kafka.libversion()[0]})")
+
+
+def verdict(value: float, target: float) -> str:
+    if value >= target:
+        return f"met ({value:.2f} >= {target:g})"
+    return f"missed by {(1 - value / target) * 100:.0f}% ({value:.2f} < {target:g})"
+
+
+def report(results: list[Result], args, profile_text: str, broker_name: str) -> str:
+    def find(name_start: str) -> Result | None:
+        return next((r for r in results if r.name.startswith(name_start)), None)
+
+    lines = [
+        "# Benchmark results",
+        "",
+        f"Produced by `{' '.join(['python', 'bench/run.py', *sys.argv[1:]])}` on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.",
+        "",
+        f"Machine: {machine()}. Broker: {broker_name}.",
+        "",
+        f"Feed: {args.rows:,} row changes of one 14-column table (`bench/feed.py`: every integer width, "
+        "BIGINT UNSIGNED, DECIMAL, DOUBLE, VARCHAR, TEXT, VARBINARY, DATE, DATETIME(3), TIMESTAMP(6), JSON, "
+        "10% NULLs; 80% inserts, 15% updates with old values, 5% deletes).",
+        "",
+    ]
+    for section, title in (("encode", "Encode only (one core)"), ("e2e", f"Spark to Kafka (local[{CORES}])"),
+                           ("memory", "Memory")):
+        chosen = [r for r in results if r.section == section]
+        if not chosen:
+            continue
+        lines += [f"## {title}", "", "| what | rows | seconds | rows/s | MB/s | note |", "|---|---:|---:|---:|---:|---|"]
+        for r in chosen:
+            mb = f"{r.megabytes / r.seconds:.1f}" if r.megabytes else ""
+            lines.append(f"| {r.name} | {r.rows:,} | {r.seconds:.2f} | {r.rows_per_second:,.0f} | {mb} | {r.note} |")
+        lines.append("")
+
+    lines += ["## Ratios and targets", "", "| comparison | ratio | target |", "|---|---:|---|"]
+    canal = find("ticdc-sink canal-json")
+    hand = find("hand-written, dict per row + json.dumps")
+    if canal and hand:
+        ratio = canal.rows_per_second / hand.rows_per_second
+        lines.append(f"| Canal-JSON encode vs hand-written encode (json.dumps) | {ratio:.2f}x | "
+                     f"{'' if args.small else verdict(ratio, ENCODE_TARGET)} |")
+    orjson_hand = find("hand-written, dict per row + orjson")
+    if canal and orjson_hand:
+        lines.append(f"| Canal-JSON encode vs hand-written encode (orjson) | "
+                     f"{canal.rows_per_second / orjson_hand.rows_per_second:.2f}x | |")
+    alo, eo = find("ticdc-sink canal-json, at-least-once"), find("ticdc-sink canal-json, exactly-once")
+    bare, noop = find("bare confluent-kafka"), find("Spark noop")
+    handwritten_job = find("hand-written foreachPartition")
+    if alo and bare:
+        ratio = alo.rows_per_second / bare.rows_per_second
+        lines.append(f"| end-to-end at-least-once vs bare producer limit | {ratio:.2f} | "
+                     f"{'' if args.small else verdict(ratio, OUTPUT_TARGET)} |")
+    if eo and alo:
+        lines.append(f"| exactly-once vs at-least-once (the cost of transactions) | "
+                     f"{eo.rows_per_second / alo.rows_per_second:.2f} | |")
+    if alo and handwritten_job:
+        lines.append(f"| end-to-end at-least-once vs hand-written foreachPartition | "
+                     f"{alo.rows_per_second / handwritten_job.rows_per_second:.2f}x | |")
+    if alo and noop:
+        lines.append(f"| end-to-end at-least-once vs Spark noop (input limit) | "
+                     f"{alo.rows_per_second / noop.rows_per_second:.2f} | |")
+    memory = find("peak worker RSS")
+    if memory:
+        peak = float(memory.note.split()[0])
+        lines.append(f"| {memory.name} | {peak:.0f} MB | "
+                     f"{'' if args.small else ('met' if peak < RSS_TARGET_MB else 'missed') + f' (< {RSS_TARGET_MB} MB)'} |")
+    lines += ["", "## Where the encoder's time goes", "",
+              "cProfile of the Canal-JSON encode-only run, by cumulative time:", "", "```", profile_text.rstrip(),
+              "```", ""]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=1_000_000, help="row changes in the feed (default 1M)")
+    parser.add_argument("--rss-rows", type=int, default=5_000_000, help="rows of the one-partition memory run")
+    parser.add_argument("--small", action="store_true", help="a seconds-long smoke run (CI): small sizes, no verdicts")
+    parser.add_argument("--bootstrap-servers", help="an existing Kafka cluster (default: the embedded broker)")
+    parser.add_argument("--output", type=Path, default=BENCH / "RESULTS.md")
+    parser.add_argument("--data-dir", type=Path, default=BENCH / ".data")
+    args = parser.parse_args(argv)
+    if args.small:
+        args.rows, args.rss_rows = min(args.rows, 20_000), min(args.rss_rows, 20_000)
+
+    say(f"writing the feed ({args.rows:,} rows) to {args.data_dir}")
+    path = write_feed(args.data_dir / f"feed-{args.rows}.parquet", args.rows)
+    table = read_feed(path)
+    results: list[Result] = []
+    profile = cProfile.Profile()
+    for protocol in IMPLEMENTED_PROTOCOLS:
+        say(f"encode-only {protocol}")
+        results.append(encode_sink(table, protocol, profile if protocol == "canal-json" else None))
+    for name, dumps in dumps_choices().items():
+        say(f"encode-only hand-written ({name})")
+        results.append(encode_handwritten(table, name, dumps))
+    stream = io.StringIO()
+    pstats.Stats(profile, stream=stream).sort_stats("cumulative").print_stats(14)
+    profile_text = "\n".join(line for line in stream.getvalue().splitlines()[4:] if line.strip())
+    del table
+
+    broker = None
+    bootstrap_servers, broker_name = args.bootstrap_servers, f"Kafka at {args.bootstrap_servers}"
+    if bootstrap_servers is None:
+        from ticdc_sink.broker import EmbeddedBroker
+
+        broker = EmbeddedBroker().start()
+        bootstrap_servers, broker_name = broker.bootstrap_servers, "the embedded Tansu broker (in memory)"
+    try:
+        say("bare producer limit")
+        results.append(bare_producer(bootstrap_servers, path, args.rows))
+        spark = local_spark()
+        try:
+            results += spark_jobs(spark, path, args.rows, bootstrap_servers)
+        finally:
+            spark.stop()
+        say(f"memory: one partition of {args.rss_rows:,} rows")
+        rss_path = write_feed(args.data_dir / f"feed-{args.rss_rows}.parquet", args.rss_rows)
+        results.append(worker_rss(rss_path, args.rss_rows, bootstrap_servers))
+    finally:
+        if broker is not None:
+            broker.stop()
+
+    text = report(results, args, profile_text, broker_name)
+    args.output.write_text(text)
+    print(text)
+    say(f"written to {args.output}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
