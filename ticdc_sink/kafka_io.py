@@ -32,6 +32,9 @@ def producer_settings(config: SinkConfig) -> dict[str, object]:
         "socket.connection.setup.timeout.ms": config.broker_timeout_ms,
         # Room for a message of max-message-bytes plus the record overhead.
         "message.max.bytes": max(1_000_000, config.max_message_bytes + 1024),
+        # A bounded local queue (librdkafka allows 1 GiB): a task waits for the broker instead of
+        # holding its partition in memory.
+        "queue.buffering.max.kbytes": max(65536, 2 * config.max_message_bytes // 1024),
     }
     settings.update(config.kafka)
     settings.update({"enable.idempotence": True, "acks": "all"})
