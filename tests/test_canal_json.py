@@ -15,6 +15,7 @@ import re
 from decimal import Decimal
 from pathlib import Path
 
+import numpy as np
 import pytest
 from pyspark.sql import types as T
 
@@ -297,8 +298,7 @@ def test_a_message_over_max_message_bytes_is_refused_with_the_row_key():
                                        max_message_bytes="300")
     encoder = encoder_for(config, layout.table)
     with pytest.raises(MessageTooLargeError, match=r"\{id=7\}.*max-message-bytes=300"):
-        list(encoder.encode_rows(changes, ["t"], __import__("numpy").zeros(1, "int32"),
-                                 __import__("numpy").zeros(1, "int32")))
+        encoder.encode_rows(changes, ["t"], np.zeros(1, "int32"), np.zeros(1, "int32"))
 
 
 # -- the type matrix, through the encoder and back through the decoder

@@ -17,10 +17,12 @@ from typing import Iterator
 from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from .codec.base import EncodedRows
 from .config import SinkConfig
 from .errors import ConfigError, DeliveryError, TaskTimeoutError
 
 log = logging.getLogger(__name__)
+_POLL_EVERY = 1000
 # librdkafka's own log lines (connection failures, retries) go to Python logging, not stderr.
 _LIBRDKAFKA_LOG = logging.getLogger("ticdc_sink.librdkafka")
 
@@ -124,10 +126,32 @@ class KafkaOutput:
                 self._pending += 1
                 break
             except BufferError:
-                # The local queue is full: serve delivery reports until there is room.
-                self._producer.poll(0.05)
-                self._raise_if_failed()
+                self._wait_for_room()
         self._producer.poll(0)
+
+    def produce_rows(self, rows: EncodedRows) -> int:
+        """Produce a batch's messages in one tight loop; returns how many."""
+        produce, poll, on_delivery = self._producer.produce, self._producer.poll, self._on_delivery
+        topics, topic_of, keys = rows.topics, rows.topic_of_message, rows.keys
+        single_topic = topics[0] if topic_of is None else None
+        for i, (value, partition) in enumerate(zip(rows.values, rows.partitions)):
+            topic = single_topic or topics[topic_of[i]]
+            key = keys[i] if keys is not None else None
+            while True:
+                try:
+                    produce(topic, value, key, partition=partition, on_delivery=on_delivery)
+                    break
+                except BufferError:
+                    self._wait_for_room()
+            if i % _POLL_EVERY == 0:
+                poll(0)  # serve delivery reports now and then, not after every message
+        self._pending += len(rows)
+        return len(rows)
+
+    def _wait_for_room(self) -> None:
+        """The local queue is full: serve delivery reports until there is room."""
+        self._producer.poll(0.05)
+        self._raise_if_failed()
 
     def _on_delivery(self, error, message) -> None:
         self._pending -= 1

@@ -153,21 +153,31 @@ def tidb_json_texts(documents: list[str]) -> list[str]:
     """
     check = _FastPathCheck()
     decoder = json.JSONDecoder(parse_float=check.float, parse_constant=_no_constant)
-    values = None
-    if not _LONG_DIGITS.search("".join(documents)):
-        try:
-            values = decoder.decode("[" + ",".join(documents) + "]")
-        except ValueError:
-            values = None  # some document is not JSON: find it below
-    if values is None or len(values) != len(documents) or not check.ok:
+    source = "[" + ",".join(documents) + "]"
+    try:
+        values = decoder.decode(source)
+    except ValueError:
+        values = None  # some document is not JSON: find it below
+    # A run of 19 digits may be a number beyond 64 bits, which TiDB reads as a double.
+    long_number = _DIGIT_RUN in source.translate(_DIGITS)
+    if values is None or len(values) != len(documents) or not check.ok or long_number:
         return [_tidb_json_text_of(document) for document in documents]
     texts = [_FAST_ENCODE(v) for v in values]
-    joined = "".join(texts)
-    if "\u2028" in joined or "\u2029" in joined:
+    printed = "".join(texts)
+    if "\u2028" in printed or "\u2029" in printed:
         texts = [t.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029") for t in texts]
-    if "\\b" in joined or "\\f" in joined or _LONE_SURROGATE.search(joined):
+    if "\\b" in printed or "\\f" in printed or not _is_encodable(printed):
         texts = [tidb_json_text(v) for v in values]
     return texts
+
+
+def _is_encodable(text: str) -> bool:
+    """False when ``text`` holds a lone surrogate (which Go writes as U+FFFD)."""
+    try:
+        text.encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
 
 
 def _tidb_json_text_of(document: str) -> str:
@@ -200,6 +210,11 @@ class _FastPathCheck:
         if not (1e-4 <= abs(value) < 1e16) or value.is_integer():
             self.ok = False
         return value
+
+
+
+_DIGITS = str.maketrans("0123456789", "1111111111")
+_DIGIT_RUN = "1" * 19
 
 
 def _no_constant(name: str):
@@ -237,7 +252,6 @@ _TIDB_JSON_ESCAPES = str.maketrans(
      "\u2029": "\\u2029", **{chr(c): f"\\u{c:04x}" for c in range(0x20) if chr(c) not in "\n\r\t"}}
 )
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-_LONG_DIGITS = re.compile(r"\d{19}")
 
 
 def _tidb_json_string(text: str) -> str:

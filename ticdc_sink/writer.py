@@ -152,9 +152,8 @@ class WritePlan:
             report.topics.update(zip(topics, counts.tolist()))
             if produce:
                 partition_of_row = (dispatcher.routing_values(changes) % counts[topic_of_row]).astype(np.int32)
-                for message in encoder.encode_rows(changes, topics, topic_of_row, partition_of_row):
-                    output.produce(*message)
-                    report.messages += 1
+                report.messages += output.produce_rows(
+                    encoder.encode_rows(changes, topics, topic_of_row, partition_of_row))
             report.rows += changes.num_rows
             report.max_commit_ts = max(report.max_commit_ts, changes.max_commit_ts)
             if deadline_check is not None:

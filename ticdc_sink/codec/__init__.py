@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..config import PROTOCOLS, SinkConfig
 from ..errors import ConfigError
 from ..mysql_types import TableSchema
-from .base import Decoder, DDLEvent, Encoded, Encoder, Message, RowEvent, WatermarkEvent
+from .base import Decoder, DDLEvent, Encoded, EncodedRows, Encoder, RowEvent, WatermarkEvent
 from .canal_json import CanalJSONDecoder, CanalJSONEncoder
 
 _CODECS: dict[str, tuple[type[Encoder], type[Decoder]]] = {
@@ -31,6 +31,6 @@ def decoder_for(protocol: str) -> Decoder:
 
 
 __all__ = [
-    "Decoder", "DDLEvent", "Encoded", "Encoder", "Message", "RowEvent", "WatermarkEvent",
+    "Decoder", "DDLEvent", "Encoded", "EncodedRows", "Encoder", "RowEvent", "WatermarkEvent",
     "encoder_for", "decoder_for", "IMPLEMENTED_PROTOCOLS",
 ]

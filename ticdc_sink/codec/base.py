@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Iterator, NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -20,11 +20,18 @@ from ..mysql_types import TableSchema
 MESSAGE_OVERHEAD = 36
 
 
-class Message(NamedTuple):
-    topic: str
-    partition: int
-    key: bytes | None
-    value: bytes | str
+@dataclass
+class EncodedRows:
+    """The messages of a batch of rows, column-wise: the producer walks them in one tight loop."""
+
+    topics: list[str]
+    topic_of_message: np.ndarray | None  # index into ``topics`` per message; None: all go to topics[0]
+    partitions: list[int]
+    keys: list[bytes] | None  # None: no keys
+    values: list[str | bytes]
+
+    def __len__(self) -> int:
+        return len(self.values)
 
 
 class Encoded(NamedTuple):
@@ -43,7 +50,7 @@ class Encoder(ABC):
 
     @abstractmethod
     def encode_rows(self, batch: ChangeBatch, topics: list[str], topic_of_row: np.ndarray,
-                    partition_of_row: np.ndarray) -> Iterator[Message]:
+                    partition_of_row: np.ndarray) -> EncodedRows:
         """The messages of a batch, in commit-ts order within each partition."""
 
     @abstractmethod

@@ -16,7 +16,7 @@ import datetime as dt
 import json
 import time
 from decimal import Decimal
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -28,7 +28,7 @@ from ..ddl import CANAL_DDL_TYPES, DDLChange, canal_ddl_type
 from ..errors import ContractError
 from ..mysql_types import Column, TableSchema
 from ..render import json_fragments, latin1_json_fragments, quote_json, quote_json_array, value_text
-from .base import Decoder, DDLEvent, Encoded, Encoder, Message, RowEvent, WatermarkEvent
+from .base import Decoder, DDLEvent, Encoded, EncodedRows, Encoder, RowEvent, WatermarkEvent
 
 # java.sql.Types codes (TiCDC common/java.go).
 JAVA_CHAR, JAVA_DECIMAL, JAVA_INTEGER, JAVA_SMALLINT, JAVA_REAL, JAVA_DOUBLE = 1, 3, 4, 5, 7, 8
@@ -101,13 +101,13 @@ class CanalJSONEncoder(Encoder):
 
         es = pa.array(batch.commit_ts >> np.uint64(18)).cast(pa.string())
         parts: list[Any] = [
-            '{"id":0,"database":', quote_json_array(batch.databases),
-            ',"table":', quote_json_array(batch.tables),
+            '{"id":0,"database":', _quoted_names_of(batch.databases),
+            ',"table":', _quoted_names_of(batch.tables),
             f',"pkNames":{self._pk_names},"isDdl":false,"type":', type_json,
             ',"es":', es,
-            f',"ts":{build_ms},"sql":"","sqlType":', self._sql_types(batch),
+            f',"ts":{build_ms},"sql":"","sqlType":', *self._sql_type_parts(batch),
             f',"mysqlType":{self._mysql_types},"old":', old_json,
-            ',"data":', self._document(new_frags),
+            ',"data":', *self._document_parts(new_frags),
         ]
         if config.enable_tidb_extension:
             parts += [',"_tidb":{"commitTs":', pa.array(batch.commit_ts).cast(pa.string()), "}"]
@@ -115,12 +115,11 @@ class CanalJSONEncoder(Encoder):
         return _concat(parts, batch.num_rows)
 
     def encode_rows(self, batch: ChangeBatch, topics: list[str], topic_of_row: np.ndarray,
-                    partition_of_row: np.ndarray) -> Iterator[Message]:
+                    partition_of_row: np.ndarray) -> EncodedRows:
         values = self.encode_values(batch)
         self.check_sizes(batch, values)
-        topic_names = [topics[i] for i in topic_of_row.tolist()] if len(topics) > 1 else None
-        for i, (value, partition) in enumerate(zip(values.to_pylist(), partition_of_row.tolist())):
-            yield Message(topic_names[i] if topic_names else topics[0], partition, None, value)
+        return EncodedRows(topics, topic_of_row if len(topics) > 1 else None, partition_of_row.tolist(), None,
+                           values.to_pylist())
 
     def _fragments(self, values: pa.Array, column: Column) -> pa.Array:
         """The JSON value of each row of a column: a quoted string, or ``null``."""
@@ -131,17 +130,17 @@ class CanalJSONEncoder(Encoder):
         may_escape = column.type.is_string or column.type.kind == "json"
         return json_fragments(text, escape=may_escape)
 
-    def _document(self, frags: list[pa.Array]) -> pa.Array:
-        """``[{"c1":v1,"c2":v2}]`` per row."""
+    def _document_parts(self, frags: list[pa.Array]) -> list:
+        """The pieces of ``[{"c1":v1,"c2":v2}]`` per row."""
         parts: list[Any] = []
         for i, (name, frag) in enumerate(zip(self._quoted_names, frags)):
             parts += [("[{" if i == 0 else ",") + name + ":", frag]
         parts.append("}]")
-        return _concat(parts, len(frags[0]))
+        return parts
 
     def _old_document(self, new_frags: list[pa.Array], old_frags: list[pa.Array]) -> pa.Array:
         if not self.config.only_output_updated_columns:
-            return self._document(old_frags)
+            return _concat(self._document_parts(old_frags), len(old_frags[0]))
         # Only the columns whose value changed (TiCDC compares the rendered values).
         pieces = []
         for name, new, old in zip(self._quoted_names, new_frags, old_frags):
@@ -151,10 +150,9 @@ class CanalJSONEncoder(Encoder):
         body = pc.utf8_slice_codeunits(joined, 1)
         return pc.binary_join_element_wise("[{", body, "}]", "")
 
-    def _sql_types(self, batch: ChangeBatch) -> pa.Array | str:
-        """``sqlType`` per row: constant unless an unsigned value needs the wider java type."""
+    def _sql_type_parts(self, batch: ChangeBatch) -> list:
+        """The pieces of ``sqlType``: constant but where an unsigned value needs the wider java type."""
         parts: list[Any] = []
-        varies = False
         for i, (name, column, base) in enumerate(zip(self._quoted_names, self.table.columns, self._java_types)):
             code: Any = str(base)
             promotion = _UNSIGNED_PROMOTION.get(column.type.kind) if column.type.unsigned else None
@@ -163,12 +161,9 @@ class CanalJSONEncoder(Encoder):
                 over = pc.fill_null(pc.greater(batch.columns[column.name], pa.scalar(limit, pa.uint64())), False)
                 if pc.any(over).as_py():
                     code = pc.if_else(over, str(wider), str(base))
-                    varies = True
             parts += [("{" if i == 0 else ",") + name + ":", code]
         parts.append("}")
-        if not varies:
-            return "".join(parts)
-        return _concat(parts, batch.num_rows)
+        return parts
 
     # -- control events
 
@@ -202,10 +197,22 @@ class CanalJSONEncoder(Encoder):
 
 
 def _concat(parts: list, length: int) -> pa.Array:
-    """Element-wise concatenation of string arrays and constant strings."""
-    if not any(isinstance(p, (pa.Array, pa.ChunkedArray)) for p in parts):
-        return pa.array(["".join(parts)] * length, pa.string())
-    return pc.binary_join_element_wise(*parts, "")
+    """Element-wise concatenation of string arrays and constant strings, in one Arrow call."""
+    merged: list[Any] = []
+    for part in parts:
+        if isinstance(part, str) and merged and isinstance(merged[-1], str):
+            merged[-1] += part  # adjacent constants become one argument
+        else:
+            merged.append(part)
+    if len(merged) == 1 and isinstance(merged[0], str):
+        return pa.repeat(pa.scalar(merged[0]), length)
+    return pc.binary_join_element_wise(*merged, "")
+
+
+def _quoted_names_of(names: pa.Array) -> pa.Array | str:
+    """JSON literals of per-row database or table names: one constant when the batch has one name."""
+    distinct = pc.unique(names)
+    return quote_json(distinct[0].as_py()) if len(distinct) == 1 else quote_json_array(names)
 
 
 # ---------------------------------------------------------------------------
