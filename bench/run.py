@@ -186,8 +186,8 @@ def spark_jobs(spark, path: Path, rows: int, bootstrap_servers: str) -> list[Res
         return lambda: df.write.format("ticdc").mode("append").options(
             **sink_options(bootstrap_servers, topic, delivery, protocol)).save()
 
-    say("Spark warm-up")
-    spark.read.parquet(str(path)).limit(2000).write.format("ticdc").mode("append").options(
+    say("Spark warm-up (every task slot starts its Python worker)")
+    df.sample(fraction=0.02, seed=1).write.format("ticdc").mode("append").options(
         **sink_options(bootstrap_servers, f"bench-warmup-{uuid.uuid4().hex[:8]}")).save()
 
     say("Spark noop sink (the input limit)")
