@@ -66,55 +66,108 @@ def row_ids(bootstrap: str, topic: str) -> list[int]:
             for e in decoder.decode(m.key(), m.value()) if isinstance(e, RowEvent)]
 
 
-def committed_marker(bootstrap: str, group: str, marker_topic: str = "__ticdc_sink_markers") -> int:
+def committed_marker(bootstrap: str, group: str, partition: int = 0,
+                     marker_topic: str = "__ticdc_sink_markers") -> int:
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "isolation.level": "read_committed"})
     try:
-        return consumer.committed([TopicPartition(marker_topic, 0)], timeout=10)[0].offset
+        return consumer.committed([TopicPartition(marker_topic, partition)], timeout=10)[0].offset
     finally:
         consumer.close()
+
+
+def watermarks(bootstrap: str, topic: str) -> list[int]:
+    decoder = decoder_for("canal-json")
+    return [e.ts for m in read_messages(bootstrap, topic, idle_seconds=2)
+            for e in decoder.decode(m.key(), m.value()) if isinstance(e, WatermarkEvent)]
+
+
+def plan_for(broker, topic, **extra) -> WritePlan:
+    return WritePlan.for_schema(parse_options(options(broker.bootstrap_servers, topic, **extra)), SCHEMA)
+
+
+def a_query(plan: WritePlan, batch_id: int, partition: int = 0, query_id: str | None = None) -> TaskIdentity:
+    return TaskIdentity.for_query(plan.config, query_id or QUERY_ID, batch_id, partition)
+
+
+QUERY_ID = str(uuid.uuid4())
 
 
 # -- the task pipeline, driven directly
 
 
 def test_a_replayed_batch_is_skipped_and_the_next_one_written(broker, topic):
-    plan = WritePlan.for_schema(parse_options(options(broker.bootstrap_servers, topic)), SCHEMA)
-    prefix = f"test-{uuid.uuid4().hex}"
-    first = plan.write(record_batches(range(1, 101)), TaskIdentity(0, 5, prefix))
+    plan = plan_for(broker, topic)
+    query = str(uuid.uuid4())
+    first = plan.write(record_batches(range(1, 101)), a_query(plan, 5, query_id=query))
     assert (first.rows, first.messages, first.replayed) == (100, 100, False)
-    assert committed_marker(broker.bootstrap_servers, f"{prefix}-0") == 6  # batch 5 + 1
+    group = a_query(plan, 5, query_id=query).marker_group
+    assert committed_marker(broker.bootstrap_servers, group) == 6  # batch 5 + 1
 
-    replay = plan.write(record_batches(range(1, 101)), TaskIdentity(0, 5, prefix))
+    replay = plan.write(record_batches(range(1, 101)), a_query(plan, 5, query_id=query))
     assert (replay.rows, replay.messages, replay.replayed) == (100, 0, True)
     # A replay still reports what the batch covers, so the driver's watermark is right.
     assert replay.max_commit_ts == BASE_TS + 100 and replay.topics == first.topics
 
-    plan.write(record_batches(range(101, 111)), TaskIdentity(0, 6, prefix))
+    plan.write(record_batches(range(101, 111)), a_query(plan, 6, query_id=query))
     assert sorted(row_ids(broker.bootstrap_servers, topic)) == list(range(1, 111))
-    assert committed_marker(broker.bootstrap_servers, f"{prefix}-0") == 7
+    assert committed_marker(broker.bootstrap_servers, group) == 7
+
+
+def test_a_new_query_with_the_same_prefix_does_not_read_the_old_markers(broker, topic):
+    plan = plan_for(broker, topic, **{"transactional-id-prefix": f"orders-{uuid.uuid4().hex[:8]}"})
+    plan.write(record_batches(range(1, 11)), a_query(plan, 0, query_id=str(uuid.uuid4())))
+    second = plan.write(record_batches(range(11, 21)), a_query(plan, 0, query_id=str(uuid.uuid4())))
+    assert not second.replayed and sorted(row_ids(broker.bootstrap_servers, topic)) == list(range(1, 21))
 
 
 def test_the_driver_sends_a_batchs_control_events_once(broker, topic):
-    plan = WritePlan.for_schema(parse_options(options(broker.bootstrap_servers, topic)), SCHEMA)
-    prefix = f"test-{uuid.uuid4().hex}"
-    report = plan.write(record_batches(range(1, 11)), TaskIdentity(0, 3, prefix))
-    assert plan.commit([report], batch_id=3) == BASE_TS + 10
-    plan.commit([report], batch_id=3)  # the driver crashed after sending: the replay sends nothing
-    decoder = decoder_for("canal-json")
-    marks = [e for m in read_messages(broker.bootstrap_servers, topic, idle_seconds=2)
-             for e in decoder.decode(m.key(), m.value()) if isinstance(e, WatermarkEvent)]
-    assert [m.ts for m in marks] == [BASE_TS + 10] * report.topics[topic]
+    plan = plan_for(broker, topic)
+    query = str(uuid.uuid4())
+    report = plan.write(record_batches(range(1, 11)), a_query(plan, 3, query_id=query))
+    assert plan.commit([report]) == BASE_TS + 10
+    plan.commit([report])  # the driver crashed after sending: the replay sends nothing
+    assert watermarks(broker.bootstrap_servers, topic) == [BASE_TS + 10] * report.topics[topic]
+
+
+@pytest.mark.parametrize("delivery", ["exactly-once", "at-least-once"])
+def test_watermarks_never_go_backwards(broker, topic, delivery):
+    query = str(uuid.uuid4())
+    high = plan_for(broker, topic, delivery=delivery).write(record_batches(range(50, 60)),
+                                                            a_query(plan_for(broker, topic), 0, query_id=query))
+    low = plan_for(broker, topic, delivery=delivery).write(record_batches(range(1, 5)),
+                                                           a_query(plan_for(broker, topic), 1, query_id=query))
+    # pyspark makes a new writer for every commit: nothing is remembered in memory.
+    assert plan_for(broker, topic, delivery=delivery).commit([high]) == BASE_TS + 59
+    assert plan_for(broker, topic, delivery=delivery).commit([low]) == BASE_TS + 59
+    assert set(watermarks(broker.bootstrap_servers, topic)) == {BASE_TS + 59}
+
+
+def test_abort_fences_a_failed_partition_of_a_batch_write(broker, topic):
+    plan = WritePlan.for_schema(parse_options(options(broker.bootstrap_servers, topic)), SCHEMA,
+                                job_id=uuid.uuid4().hex)
+    failed = TaskIdentity.for_job(plan.config, plan.job_id, 0)
+    zombie = TransactionalOutput(plan.config, failed.transactional_id, failed.marker_group)
+    zombie.start()
+    zombie.begin()
+    zombie.produce(topic, 0, None, b"left open by a killed task")
+    try:
+        plan.abort([None])  # no task succeeded: the names come from the job
+        with pytest.raises(DeliveryError, match="taken over by a newer attempt"):
+            zombie.commit(0)
+    finally:
+        zombie.close()
 
 
 def test_a_new_attempt_fences_the_old_one(broker, topic):
     config = parse_options(options(broker.bootstrap_servers, topic))
-    zombie = TransactionalOutput(config, f"test-{uuid.uuid4().hex}")
+    task = TaskIdentity.for_query(config, str(uuid.uuid4()), 0, 0)
+    zombie = TransactionalOutput(config, task.transactional_id, task.marker_group)
     zombie.start()
     zombie.begin()
     zombie.produce(topic, 0, None, b"from the zombie")
-    retry = TransactionalOutput(config, zombie.transactional_id)
+    retry = TransactionalOutput(config, task.transactional_id, task.marker_group)
     try:
-        assert retry.start() is None
+        assert retry.start().batch_id is None
         with pytest.raises(DeliveryError, match="taken over by a newer attempt"):
             zombie.commit(0)
     finally:
@@ -123,8 +176,7 @@ def test_a_new_attempt_fences_the_old_one(broker, topic):
 
 
 def test_a_task_outliving_its_transaction_fails_and_says_how_to_fix_it(broker, topic):
-    plan = WritePlan.for_schema(parse_options(options(broker.bootstrap_servers, topic, **{
-        "task-timeout-ms": "1500"})), SCHEMA)
+    plan = plan_for(broker, topic, **{"task-timeout-ms": "1500"})
 
     def slow_batches():
         for batch in record_batches(range(1, 31), size=10):
@@ -132,14 +184,14 @@ def test_a_task_outliving_its_transaction_fails_and_says_how_to_fix_it(broker, t
             time.sleep(1.0)
 
     with pytest.raises(TaskTimeoutError, match=r"longer than task-timeout-ms=1500.*Raise task-timeout-ms"):
-        plan.write(slow_batches(), TaskIdentity(0, 0, f"test-{uuid.uuid4().hex}"))
+        plan.write(slow_batches(), a_query(plan, 0, query_id=str(uuid.uuid4())))
 
 
 def test_at_least_once_needs_no_transactions(broker, topic):
     plan = WritePlan.for_schema(parse_options(options(broker.bootstrap_servers, topic, delivery="at-least-once")),
                                 SCHEMA)
     report = plan.write(record_batches(range(1, 21)))  # no task identity needed: no transactional.id
-    assert report.transactional_id_prefix is None and report.messages == 20
+    assert report.identity is None and report.messages == 20
 
 
 # -- Spark, with faults
@@ -270,12 +322,42 @@ def test_broker_gone_in_the_middle_of_a_batch(spark, broker, topic, tmp_path, de
 def test_report_of_a_task_is_picklable():
     import pickle
 
-    report = TaskReport(rows=1, topics={"t": 3}, transactional_id_prefix="p", replayed=True)
+    report = TaskReport(rows=1, topics={"t": 3}, identity=TaskIdentity(0, 1, "p", "m"), replayed=True)
     assert pickle.loads(pickle.dumps(report)) == report
 
 
-def test_task_identity_names_its_transactional_id():
-    assert TaskIdentity(7, 3, "ticdc-sink-q1").transactional_id == "ticdc-sink-q1-7"
+def test_task_identities_of_queries_and_jobs():
+    config = parse_options(options("h:1", "t"))
+    query = TaskIdentity.for_query(config, "q1", 3, 7)
+    assert (query.transactional_id, query.marker_group, query.batch_id) == ("ticdc-sink-q1-7", "ticdc-sink-q1-7", 3)
+    assert query.driver().transactional_id == "ticdc-sink-q1-driver"
+    job = TaskIdentity.for_job(parse_options(options("h:1", "t", **{"transactional-id-prefix": "orders"})), "j9", 2)
+    assert (job.transactional_id, job.marker_group, job.batch_id) == ("orders-job-j9-2", "ticdc-sink-job-j9-2", 0)
 
 
 
+
+
+def test_batch_writes_with_one_transactional_prefix_are_separate_jobs(spark, broker, topic):
+    sink = options(broker.bootstrap_servers, topic, **{"transactional-id-prefix": f"orders-{uuid.uuid4().hex[:8]}"})
+    for ids in (range(1, 11), range(11, 21)):
+        spark.createDataFrame(rows(ids), SCHEMA).write.format("ticdc").mode("append").options(**sink).save()
+    assert sorted(row_ids(broker.bootstrap_servers, topic)) == list(range(1, 21))
+
+
+def test_batch_writes_inside_foreach_batch_are_jobs_of_their_own(spark, broker, topic, tmp_path):
+    """Jobs started in foreachBatch inherit the query's local properties; each write still stands alone."""
+    write_feed(spark, tmp_path / "feed", [list(range(1, 11)), list(range(11, 21))])
+    sink = options(broker.bootstrap_servers, topic)
+
+    def write_twice(df, batch_id):
+        df.filter(F.col("id") % 2 == 0).write.format("ticdc").mode("append").options(**sink).save()
+        df.filter(F.col("id") % 2 == 1).write.format("ticdc").mode("append").options(**sink).save()
+
+    query = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).option("recursiveFileLookup", "true") \
+        .parquet(str(tmp_path / "feed")).writeStream.foreachBatch(write_twice) \
+        .option("checkpointLocation", str(tmp_path / "chk")).trigger(availableNow=True).start()
+    query.awaitTermination(180)
+    assert query.exception() is None
+    assert sorted(row_ids(broker.bootstrap_servers, topic)) == list(range(1, 21))
+    assert max(watermarks(broker.bootstrap_servers, topic)) == BASE_TS + 20

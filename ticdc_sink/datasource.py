@@ -48,17 +48,17 @@ class TiCDCDataSource(DataSource):
             "CREATE TEMPORARY VIEW v (_op STRING, id INT, name STRING) USING ticdc OPTIONS (...)",
         )
 
-    def _plan(self, schema, job_prefix: str | None = None) -> WritePlan:
+    def _plan(self, schema, job_id: str | None = None) -> WritePlan:
         own = {k: v for k, v in self.options.items() if str(k).lower() not in SPARK_OWN_OPTIONS}
         if not own:
             raise ConfigError("protocol", None, NO_OPTIONS_HELP)
-        return WritePlan.for_schema(parse_options(self.options), schema, job_prefix)
+        return WritePlan.for_schema(parse_options(self.options), schema, job_id)
 
     def writer(self, schema, overwrite: bool) -> "TiCDCBatchWriter":
         if overwrite:
             raise ConfigError("mode", "overwrite", "a change feed can only be appended: use mode('append')")
-        # A batch write is one job: its transactions get a prefix of their own.
-        return TiCDCBatchWriter(self._plan(schema, job_prefix=f"ticdc-sink-job-{uuid.uuid4().hex}"))
+        # A batch write is one job (also inside foreachBatch): its transactions get names of their own.
+        return TiCDCBatchWriter(self._plan(schema, job_id=uuid.uuid4().hex))
 
     def streamWriter(self, schema, overwrite: bool):
         if overwrite:
@@ -85,13 +85,12 @@ class TiCDCBatchWriter(DataSourceArrowWriter):
 
 
 class _StreamCommit:
-    """Driver side of a streaming query: watermarks never go backwards."""
+    """Driver side of a streaming query (pyspark makes a new writer for each commit or abort)."""
 
     plan: WritePlan
-    _watermark = 0
 
     def commit(self, messages, batchId: int) -> None:
-        self._watermark = self.plan.commit(messages, batchId, self._watermark)
+        self.plan.commit(messages)
 
     def abort(self, messages, batchId: int) -> None:
         _log_abort(self.plan, messages, f"micro-batch {batchId}")

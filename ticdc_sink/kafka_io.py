@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
 from typing import Iterator
 
 from confluent_kafka import KafkaError, KafkaException, Producer
@@ -209,49 +210,117 @@ class KafkaOutput:
             self.close()
 
 
+@dataclass(frozen=True)
+class Marker:
+    """What a consumer group of the sink recorded on the marker topic.
+
+    Partition 0's offset is the last committed batch id + 1; partition 1's offset
+    is the last watermark sent (a TSO fits in an offset).
+    """
+
+    batch_id: int | None = None
+    watermark: int = 0
+
+
+_MARKER_BATCH, _MARKER_WATERMARK = 0, 1
+
+
+def _marker_partitions(output: "KafkaOutput") -> None:
+    topic = output.config.marker_topic
+    count = output.partition_count(topic, partitions_if_created=2)
+    if count < 2:
+        raise ConfigError("marker-topic", topic, f"the marker topic needs 2 partitions and has {count}: "
+                                                 "name a new marker-topic and the sink creates it")
+
+
+def _marker_consumer(output: "KafkaOutput", group: str):
+    from confluent_kafka import Consumer
+
+    return Consumer({**{k: v for k, v in output._settings.items() if _is_client_setting(k)},
+                     "group.id": group, "enable.auto.commit": False, "isolation.level": "read_committed",
+                     "logger": _LIBRDKAFKA_LOG})
+
+
+def _read_marker(output: "KafkaOutput", consumer, group: str) -> Marker:
+    from confluent_kafka import TopicPartition
+
+    topic, timeout = output.config.marker_topic, output.config.broker_timeout_ms / 1000
+    try:
+        batch, watermark = consumer.committed(
+            [TopicPartition(topic, _MARKER_BATCH), TopicPartition(topic, _MARKER_WATERMARK)], timeout=timeout)
+    except KafkaException as e:
+        raise DeliveryError(f"cannot read the marker of {group!r} from {output.config.bootstrap_servers}: "
+                            f"{e.args[0].str()}") from None
+    for partition in (batch, watermark):
+        if partition.error is not None:
+            raise DeliveryError(f"cannot read the marker of {group!r} from {output.config.bootstrap_servers}: "
+                                f"{partition.error.str()}")
+    return Marker(batch.offset - 1 if batch.offset >= 0 else None, max(watermark.offset, 0))
+
+
+def _marker_offsets(config: SinkConfig, batch_id: int, watermark: int | None) -> list:
+    from confluent_kafka import TopicPartition
+
+    offsets = [TopicPartition(config.marker_topic, _MARKER_BATCH, batch_id + 1)]
+    if watermark:
+        offsets.append(TopicPartition(config.marker_topic, _MARKER_WATERMARK, watermark))
+    return offsets
+
+
+def read_marker(output: "KafkaOutput", group: str) -> Marker:
+    """The marker of ``group`` (no transaction involved)."""
+    _marker_partitions(output)
+    consumer = _marker_consumer(output, group)
+    try:
+        return _read_marker(output, consumer, group)
+    finally:
+        consumer.close()
+
+
+def write_marker(output: "KafkaOutput", group: str, batch_id: int, watermark: int | None) -> None:
+    """Record ``batch_id`` (and the watermark) for ``group`` without a transaction (at-least-once)."""
+    consumer = _marker_consumer(output, group)
+    try:
+        consumer.commit(offsets=_marker_offsets(output.config, batch_id, watermark), asynchronous=False)
+    except KafkaException as e:
+        raise DeliveryError(f"cannot record the marker of {group!r} on {output.config.bootstrap_servers}: "
+                            f"{e.args[0].str()}") from None
+    finally:
+        consumer.close()
+
+
 class TransactionalOutput(KafkaOutput):
     """A producer whose messages become visible all at once, with a record of what it committed.
 
-    Every transaction also commits an offset for the consumer group named like
-    the ``transactional.id``: offset ``batch id + 1`` on partition 0 of the
-    sink's marker topic.  A later attempt with the same ``transactional.id``
-    first fences the earlier one (its open transaction is aborted), then reads
-    that offset to learn which batch it already committed.
+    Every transaction also commits the offsets of a consumer group of the sink
+    (the marker group) on the marker topic: the batch id + 1 and the watermark.
+    A later attempt with the same ``transactional.id`` first fences the earlier
+    one (its open transaction is aborted), then reads that marker to learn
+    which batch it already committed.
     """
 
-    def __init__(self, config: SinkConfig, transactional_id: str):
+    def __init__(self, config: SinkConfig, transactional_id: str, marker_group: str):
         settings: dict[str, object] = {"transactional.id": transactional_id,
                                        "transaction.timeout.ms": config.task_timeout_ms}
         if "message.timeout.ms" not in config.kafka:  # librdkafka wants it within the transaction timeout
             settings["message.timeout.ms"] = min(config.broker_timeout_ms, config.task_timeout_ms)
         super().__init__(config, settings)
-        self.transactional_id = transactional_id
+        self.transactional_id, self.marker_group = transactional_id, marker_group
         self._started = time.monotonic()
         self._group_metadata = None
         self._open = False
 
-    def start(self) -> int | None:
-        """Fence earlier attempts; return the last batch id committed under this transactional id."""
-        from confluent_kafka import Consumer, TopicPartition
-
-        self.partition_count(self.config.marker_topic, partitions_if_created=1)
+    def start(self) -> Marker:
+        """Fence earlier attempts; return what the marker group recorded."""
+        _marker_partitions(self)
         self._transaction_call("init_transactions", self._producer.init_transactions, self._timeout)
-        consumer = Consumer({
-            **{k: v for k, v in self._settings.items() if _is_client_setting(k)},
-            "group.id": self.transactional_id,
-            "enable.auto.commit": False,
-            "isolation.level": "read_committed",
-            "logger": _LIBRDKAFKA_LOG,
-        })
+        consumer = _marker_consumer(self, self.marker_group)
         try:
-            [marker] = consumer.committed([TopicPartition(self.config.marker_topic, 0)], timeout=self._timeout)
+            marker = _read_marker(self, consumer, self.marker_group)
             self._group_metadata = consumer.consumer_group_metadata()
-        except KafkaException as e:
-            raise DeliveryError(f"cannot read the committed batch of {self.transactional_id!r} from "
-                                f"{self.config.bootstrap_servers}: {e.args[0].str()}") from None
         finally:
             consumer.close()
-        return marker.offset - 1 if marker.offset >= 0 else None
+        return marker
 
     def begin(self) -> None:
         self._transaction_call("begin_transaction", self._producer.begin_transaction)
@@ -268,15 +337,13 @@ class TransactionalOutput(KafkaOutput):
                 "transaction.max.timeout.ms) or give the query more, smaller partitions"
             )
 
-    def commit(self, batch_id: int) -> None:
-        """Commit every produced message together with the marker of ``batch_id``."""
-        from confluent_kafka import TopicPartition
-
+    def commit(self, batch_id: int, watermark: int | None = None) -> None:
+        """Commit every produced message together with the marker of ``batch_id`` (and the watermark)."""
         self.flush()
         self.check_deadline()
-        marker = TopicPartition(self.config.marker_topic, 0, batch_id + 1)
         self._transaction_call("send_offsets_to_transaction", self._producer.send_offsets_to_transaction,
-                               [marker], self._group_metadata, self._timeout)
+                               _marker_offsets(self.config, batch_id, watermark), self._group_metadata,
+                               self._timeout)
         self._transaction_call("commit_transaction", self._producer.commit_transaction, self._timeout)
         self._open = False
 

@@ -24,12 +24,13 @@ from .codec import encoder_for
 from .config import SinkConfig
 from .ddl import DDLChange, classify
 from .dispatch import PartitionDispatcher, TopicRouter
-from .kafka_io import KafkaOutput, TransactionalOutput
+from .kafka_io import KafkaOutput, TransactionalOutput, read_marker, write_marker
 from .mysql_types import now_tso
 
 log = logging.getLogger(__name__)
 
 PROGRESS_EVERY_ROWS = 500_000
+DRIVER = -1  # the partition number of the driver's identity
 
 
 @dataclass
@@ -41,41 +42,70 @@ class TaskReport(WriterCommitMessage):
     max_commit_ts: int = 0
     topics: dict[str, int] = field(default_factory=dict)  # topic -> partition count
     ddls: list[DDLChange] = field(default_factory=list)
-    transactional_id_prefix: str | None = None
+    identity: TaskIdentity | None = None  # None outside Spark (at-least-once only)
     replayed: bool = False  # the partition had committed this batch already: nothing was sent again
     unsorted: bool = False  # some Arrow batch started below the commit ts of an earlier one
 
 
 @dataclass(frozen=True)
 class TaskIdentity:
-    """Who a task is, for exactly-once: its Spark partition, micro-batch and transactional prefix."""
+    """Who a task is, for exactly-once: its Spark partition, its micro-batch and its names in Kafka.
+
+    ``transactional_prefix`` names the tasks' ``transactional.id``s (stable across
+    restarts, so that a new attempt fences the old one); ``marker_prefix`` names the
+    consumer groups that record the committed batches, unique per streaming query
+    or batch job, so that one query or job never reads another's markers.
+    """
 
     partition: int
     batch_id: int
-    prefix: str
+    transactional_prefix: str
+    marker_prefix: str
 
     @property
     def transactional_id(self) -> str:
-        return f"{self.prefix}-{self.partition}"
+        return f"{self.transactional_prefix}-{self._who}"
+
+    @property
+    def marker_group(self) -> str:
+        return f"{self.marker_prefix}-{self._who}"
+
+    @property
+    def _who(self) -> str:
+        return "driver" if self.partition == DRIVER else str(self.partition)
 
     @classmethod
-    def current(cls, config: SinkConfig, job_prefix: str | None) -> "TaskIdentity":
-        """From Spark's TaskContext: ``streaming.sql.batchId`` and ``sql.streaming.queryId``.
+    def for_query(cls, config: SinkConfig, query_id: str, batch_id: int, partition: int) -> "TaskIdentity":
+        """A streaming task: the query id survives restarts from the same checkpoint."""
+        marker = f"ticdc-sink-{query_id}"
+        return cls(partition, batch_id, config.transactional_id_prefix or marker, marker)
 
-        A streaming query's prefix derives from its query id, which survives restarts
-        from the same checkpoint; a batch job has a prefix of its own.
-        """
+    @classmethod
+    def for_job(cls, config: SinkConfig, job_id: str, partition: int) -> "TaskIdentity":
+        """A task of a batch write (also one inside foreachBatch): names of its own job, batch 0."""
+        marker = f"ticdc-sink-job-{job_id}"
+        prefix = f"{config.transactional_id_prefix}-job-{job_id}" if config.transactional_id_prefix else marker
+        return cls(partition, 0, prefix, marker)
+
+    @classmethod
+    def current(cls, config: SinkConfig, job_id: str | None) -> "TaskIdentity | None":
+        """From Spark's TaskContext (``sql.streaming.queryId``, ``streaming.sql.batchId``); None outside Spark."""
         from pyspark import TaskContext
 
         context = TaskContext.get()
         if context is None:
-            raise RuntimeError("TaskIdentity.current() runs inside a Spark task")
+            return None
+        if job_id is not None:
+            return cls.for_job(config, job_id, context.partitionId())
         query_id = context.getLocalProperty("sql.streaming.queryId")
-        batch_id = context.getLocalProperty("streaming.sql.batchId")
-        prefix = config.transactional_id_prefix or (f"ticdc-sink-{query_id}" if query_id else job_prefix)
-        if prefix is None:
-            raise RuntimeError("a streaming task without sql.streaming.queryId: set transactional-id-prefix")
-        return cls(context.partitionId(), int(batch_id) if batch_id is not None else 0, prefix)
+        if query_id is None:
+            raise RuntimeError("a streaming task without sql.streaming.queryId in its TaskContext")
+        return cls.for_query(config, query_id, int(context.getLocalProperty("streaming.sql.batchId") or 0),
+                             context.partitionId())
+
+    def driver(self) -> "TaskIdentity":
+        """The names of the driver's control-event transaction for the same query or job."""
+        return TaskIdentity(DRIVER, self.batch_id, self.transactional_prefix, self.marker_prefix)
 
 
 @dataclass(frozen=True)
@@ -84,11 +114,11 @@ class WritePlan:
 
     config: SinkConfig
     layout: InputLayout
-    job_prefix: str | None = None  # transactional prefix of a batch (non-streaming) write
+    job_id: str | None = None  # set for a batch (non-streaming) write: the names of its own job
 
     @classmethod
-    def for_schema(cls, config: SinkConfig, spark_schema, job_prefix: str | None = None) -> "WritePlan":
-        plan = cls(config, InputLayout.from_spark_schema(spark_schema, config), job_prefix)
+    def for_schema(cls, config: SinkConfig, spark_schema, job_id: str | None = None) -> "WritePlan":
+        plan = cls(config, InputLayout.from_spark_schema(spark_schema, config), job_id)
         # Building the codec and dispatcher here surfaces their option errors before any task runs.
         encoder_for(config, plan.layout.table)
         PartitionDispatcher(config, plan.layout.table)
@@ -97,7 +127,8 @@ class WritePlan:
     def write(self, batches: Iterable[pa.RecordBatch], task: TaskIdentity | None = None) -> TaskReport:
         """Write one task's record batches; returns only when Kafka acknowledged (and committed) all."""
         config = self.config
-        report = TaskReport()
+        task = task or TaskIdentity.current(config, self.job_id)
+        report = TaskReport(identity=task)
         if config.delivery == "at-least-once":
             output = KafkaOutput(config)
             try:
@@ -106,11 +137,11 @@ class WritePlan:
             finally:
                 output.close()
             return report
-        task = task or TaskIdentity.current(config, self.job_prefix)
-        report.transactional_id_prefix = task.prefix
-        output = TransactionalOutput(config, task.transactional_id)
+        if task is None:
+            raise RuntimeError("exactly-once writes run in Spark tasks, or with a TaskIdentity")
+        output = TransactionalOutput(config, task.transactional_id, task.marker_group)
         try:
-            committed = output.start()
+            committed = output.start().batch_id
             report.replayed = committed is not None and committed >= task.batch_id
             if report.replayed:
                 log.info("ticdc sink: %s committed batch %d already; replaying it sends nothing",
@@ -166,66 +197,82 @@ class WritePlan:
         if report.ddls:
             report.max_commit_ts = max(report.max_commit_ts, max(d.commit_ts for d in report.ddls))
 
-    def commit(self, reports: list[TaskReport | None], batch_id: int = 0, last_watermark: int = 0) -> int:
+    def commit(self, reports: list[TaskReport | None]) -> int:
         """Emit the batch's DDL events, then its watermark events; returns the watermark sent."""
         reports = [r for r in reports if r is not None]
         ddls = sorted((d for r in reports for d in r.ddls), key=lambda d: d.commit_ts)
         topics: dict[str, int] = {}
         for r in reports:
             topics.update(r.topics)
-        watermark = max([last_watermark] + [r.max_commit_ts for r in reports])
-        prefix = next((r.transactional_id_prefix for r in reports if r.transactional_id_prefix), None)
-        transaction = ControlTransaction(f"{prefix}-driver", batch_id) if prefix else None
-        return emit_control_events(self.config, self.layout, ddls, topics, watermark, transaction)
+        watermark = max([0] + [r.max_commit_ts for r in reports])
+        identity = next((r.identity for r in reports if r.identity is not None), None)
+        driver = identity.driver() if identity is not None else None
+        return emit_control_events(self.config, self.layout, ddls, topics, watermark, driver)
 
     def abort(self, reports: list[TaskReport | None]) -> None:
-        """Fence the failed partitions' transactional ids, so none of their transactions stays open."""
-        prefix = self.config.transactional_id_prefix or next(
-            (r.transactional_id_prefix for r in reports if r is not None and r.transactional_id_prefix), None)
-        if self.config.delivery != "exactly-once" or prefix is None:
+        """Fence the failed partitions' transactional ids, so none of their transactions stays open.
+
+        Their names come from a task that succeeded, or from the batch job; a
+        streaming micro-batch whose every task failed leaves that to the retry
+        (and to the broker's transaction timeout).
+        """
+        if self.config.delivery != "exactly-once":
+            return
+        identity = next((r.identity for r in reports if r is not None and r.identity is not None), None)
+        if identity is None and self.job_id is not None:
+            identity = TaskIdentity.for_job(self.config, self.job_id, 0)
+        if identity is None:
+            log.warning("ticdc sink: no task of the aborted batch reported its transactional ids; open "
+                        "transactions end with the retry or after task-timeout-ms")
             return
         for partition, report in enumerate(reports):
-            if report is None:
-                output = TransactionalOutput(self.config, f"{prefix}-{partition}")
+            if report is not None:
+                continue
+            failed = TaskIdentity(partition, identity.batch_id, identity.transactional_prefix,
+                                  identity.marker_prefix)
+            try:
+                output = TransactionalOutput(self.config, failed.transactional_id, failed.marker_group)
                 try:
                     output.start()
                 finally:
                     output.close()
-
-
-@dataclass(frozen=True)
-class ControlTransaction:
-    """The driver's transactional id for a batch's control events, and the batch."""
-
-    transactional_id: str
-    batch_id: int
+            except Exception as e:  # abort() must not hide the task's own error; fence the others anyway
+                log.warning("ticdc sink: could not fence %s: %s", failed.transactional_id, e)
 
 
 def emit_control_events(config: SinkConfig, layout: InputLayout | None, ddls: list[DDLChange],
-                        topics: dict[str, int], watermark: int,
-                        transaction: ControlTransaction | None = None) -> int:
+                        topics: dict[str, int], watermark: int, driver: TaskIdentity | None = None) -> int:
     """Send DDL events (each protocol's partitioning) and then watermarks to every partition.
 
-    With a ``transaction`` (exactly-once) they are sent once per batch: a replayed
-    batch whose control events were committed sends nothing.
+    With the ``driver`` identity of a query or job, the last watermark is kept in
+    its marker, so that watermarks never go backwards, even across restarts; in
+    exactly-once mode the events and the marker commit in one transaction, so a
+    replayed batch whose control events were committed sends nothing.
     """
     encoder = encoder_for(config, layout.table if layout else None)
     router = TopicRouter(config)
-    watermark_event = encoder.encode_watermark(watermark) if watermark else None
-    if not ddls and (watermark_event is None or not topics):
-        return watermark
-    topics = dict(topics)
-    if transaction is None:
-        output = KafkaOutput(config)
+    transactional = config.delivery == "exactly-once" and driver is not None
+    if transactional:
+        output = TransactionalOutput(config, driver.transactional_id, driver.marker_group)
     else:
-        output = TransactionalOutput(config, transaction.transactional_id)
-        committed = output.start()
-        if committed is not None and committed >= transaction.batch_id:
-            output.close()
-            log.info("ticdc sink: control events of batch %d were committed already", transaction.batch_id)
-            return watermark
-        output.begin()
+        output = KafkaOutput(config)
     try:
+        marker = None
+        if transactional:
+            marker = output.start()
+            if marker.batch_id is not None and marker.batch_id >= driver.batch_id:
+                log.info("ticdc sink: control events of batch %d were committed already", driver.batch_id)
+                return max(watermark, marker.watermark)
+        elif driver is not None:
+            marker = read_marker(output, driver.marker_group)
+        if marker is not None:
+            watermark = max(watermark, marker.watermark)  # never backwards
+        watermark_event = encoder.encode_watermark(watermark) if watermark else None
+        if not ddls and (watermark_event is None or not topics):
+            return watermark
+        if transactional:
+            output.begin()
+        topics = dict(topics)
         for ddl in ddls:
             event = encoder.encode_ddl(ddl)
             if event is None:
@@ -239,10 +286,12 @@ def emit_control_events(config: SinkConfig, layout: InputLayout | None, ddls: li
             for topic, count in sorted(topics.items()):
                 for partition in range(count):
                     output.produce(topic, partition, watermark_event.key, watermark_event.value)
-        if transaction is None:
-            output.flush()
+        if transactional:
+            output.commit(driver.batch_id, watermark)
         else:
-            output.commit(transaction.batch_id)
+            output.flush()
+            if driver is not None:
+                write_marker(output, driver.marker_group, driver.batch_id, watermark)
     finally:
         output.close()
     log.info("ticdc sink: committed %d DDL event(s), watermark %d to %d topic(s)", len(ddls), watermark,
