@@ -19,7 +19,6 @@ import uuid
 import pyarrow as pa
 import pytest
 from confluent_kafka import Consumer, TopicPartition
-from pyspark.errors import PySparkException
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 

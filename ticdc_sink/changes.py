@@ -12,7 +12,6 @@ and every failure names the column, the value and the row's key.
 
 from __future__ import annotations
 
-import json
 from decimal import Decimal
 from dataclasses import dataclass
 
@@ -26,7 +25,6 @@ from .errors import ConfigError, ContractError, TiCDCSinkError
 from .mysql_types import INTEGER_KINDS, STRING_KINDS, Column, TableSchema, build_table_schema, now_tso
 
 OP_INSERT, OP_UPDATE, OP_DELETE, OP_DDL = 1, 2, 3, 4
-OP_NAMES = {OP_INSERT: "INSERT", OP_UPDATE: "UPDATE", OP_DELETE: "DELETE", OP_DDL: "DDL"}
 _OP_SPELLINGS = ["INSERT", "I", "C", "UPDATE", "U", "DELETE", "D", "DDL"]
 _OP_CODES = np.array([OP_INSERT] * 3 + [OP_UPDATE] * 2 + [OP_DELETE] * 2 + [OP_DDL], dtype=np.int8)
 

@@ -68,7 +68,6 @@ TYPE_STRING = 254
 # Column flag bits (TiCDC's ColumnFlagType, Open Protocol ``f``).
 FLAG_BINARY = 1
 FLAG_HANDLE_KEY = 2
-FLAG_GENERATED = 4
 FLAG_PRIMARY_KEY = 8
 FLAG_UNIQUE_KEY = 16
 FLAG_MULTIPLE_KEY = 32
@@ -137,7 +136,6 @@ _ALIASES: dict[str, tuple[str, bool]] = {
 
 INTEGER_KINDS = frozenset({"tinyint", "smallint", "mediumint", "int", "bigint"})
 STRING_KINDS = frozenset({"char", "varchar", "tinytext", "text", "mediumtext", "longtext"})
-TEMPORAL_KINDS = frozenset({"date", "datetime", "timestamp", "time"})
 
 # Spark's strings and binaries have no length; these are the widths we declare.
 DEFAULT_VARCHAR_LENGTH = 255
