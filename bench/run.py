@@ -138,9 +138,9 @@ def bare_producer(bootstrap_servers: str, path: Path, rows: int) -> Result:
     with context.Pool(CORES) as pool:
         started = time.perf_counter()
         seconds = pool.map(_bare_producer_worker, [(bootstrap_servers, topic, path, p, CORES) for p in range(CORES)])
-    wall = time.perf_counter() - started
+        wall = time.perf_counter() - started
     return Result("e2e", f"bare confluent-kafka loop, {CORES} processes, pre-encoded", rows, max(seconds),
-                  note=f"produce time only (whole step with encoding: {wall:.1f} s)")
+                  note=f"produce time only (the whole step, encoding included, took {wall:.1f} s)")
 
 
 def _create_topic(bootstrap_servers: str, topic: str, partitions: int = 3) -> None:
@@ -176,6 +176,41 @@ def timed(action) -> float:
     return time.perf_counter() - started
 
 
+_PROCESS_KINDS = ((b"tansu", "broker"), (b"org.apache.spark", "JVM"), (b"pyspark.daemon", "Python"),
+                  (b"multiprocessing", "Python"))
+
+
+def cpu_seconds() -> dict[str, float]:
+    """CPU seconds used so far by the live processes of each kind (broker, Spark JVM, Python workers)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    totals: dict[str, float] = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                command = f.read()
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        kind = next((name for marker, name in _PROCESS_KINDS if marker in command), None)
+        if kind:
+            totals[kind] = totals.get(kind, 0.0) + (int(fields[11]) + int(fields[12])) / tick
+    return totals
+
+
+def cpu_note(before: dict[str, float], after: dict[str, float], wall: float) -> str:
+    used = {kind: after.get(kind, 0.0) - before.get(kind, 0.0) for kind in ("Python", "JVM", "broker")}
+    total = sum(used.values())
+    return (f"CPU s: Python {used['Python']:.1f}, JVM {used['JVM']:.1f}, broker {used['broker']:.1f} "
+            f"= {total / wall / CORES * 100:.0f}% of {CORES} cores")
+
+
+def timed_with_cpu(action) -> tuple[float, str]:
+    before = cpu_seconds()
+    seconds = timed(action)
+    return seconds, cpu_note(before, cpu_seconds(), seconds)
+
+
 def spark_jobs(spark, path: Path, rows: int, bootstrap_servers: str) -> list[Result]:
     df = spark.read.parquet(str(path)).repartition(CORES)
     df.cache().count()  # the input is read once, so that every job measures its writing
@@ -190,18 +225,21 @@ def spark_jobs(spark, path: Path, rows: int, bootstrap_servers: str) -> list[Res
     df.sample(fraction=0.02, seed=1).write.format("ticdc").mode("append").options(
         **sink_options(bootstrap_servers, f"bench-warmup-{uuid.uuid4().hex[:8]}")).save()
 
+    def measured(name: str, action) -> Result:
+        seconds, note = timed_with_cpu(action)
+        return Result("e2e", name, rows, seconds, note=note)
+
     say("Spark noop sink (the input limit)")
-    results.append(Result("e2e", "Spark noop sink (input limit)", rows,
-                          timed(lambda: df.write.format("noop").mode("overwrite").save())))
+    results.append(measured("Spark noop sink (input limit)", lambda: df.write.format("noop").mode("overwrite").save()))
     for protocol in IMPLEMENTED_PROTOCOLS:
         for delivery in ("at-least-once", "exactly-once"):
             say(f"Spark format('ticdc') {protocol} {delivery}")
-            results.append(Result("e2e", f"ticdc-sink {protocol}, {delivery}", rows, timed(ticdc(protocol, delivery))))
+            results.append(measured(f"ticdc-sink {protocol}, {delivery}", ticdc(protocol, delivery)))
     say("Spark hand-written foreachPartition producer")
     topic = f"bench-handwritten-{uuid.uuid4().hex[:8]}"
     _create_topic(bootstrap_servers, topic)
-    results.append(Result("e2e", "hand-written foreachPartition, dict per row + json.dumps", rows,
-                          timed(lambda: df.foreachPartition(_handwritten_partition(bootstrap_servers, topic)))))
+    results.append(measured("hand-written foreachPartition, dict per row + json.dumps",
+                            lambda: df.foreachPartition(_handwritten_partition(bootstrap_servers, topic))))
     df.unpersist()
     return results
 
@@ -386,7 +424,9 @@ def report(results: list[Result], args, profile_text: str, broker_name: str) -> 
         peak = float(memory.note.split()[0])
         lines.append(f"| {memory.name} | {peak:.0f} MB | "
                      f"{'' if args.small else ('met' if peak < RSS_TARGET_MB else 'missed') + f' (< {RSS_TARGET_MB} MB)'} |")
-    lines += ["", "## Where the encoder's time goes", "",
+    lines += ["", "The CPU notes of the Spark jobs add up the CPU seconds of the Python workers, the Spark JVM and "
+              "the broker during each job: near 100% of the cores means the job is bound by CPU, shared by all "
+              "three on this machine.", "", "## Where the encoder's time goes", "",
               "cProfile of the Canal-JSON encode-only run, by cumulative time:", "", "```", profile_text.rstrip(),
               "```", ""]
     return "\n".join(lines)
