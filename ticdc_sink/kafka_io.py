@@ -59,6 +59,11 @@ class KafkaOutput:
         self._pending = 0
         self.delivered = 0
 
+    @property
+    def client_settings(self) -> dict[str, object]:
+        """The connection and security settings, for the admin and consumer clients beside the producer."""
+        return {k: v for k, v in self._settings.items() if _is_client_setting(k)}
+
     # -- topics
 
     def partition_count(self, topic: str, partitions_if_created: int | None = None) -> int:
@@ -99,8 +104,7 @@ class KafkaOutput:
         raise DeliveryError(f"topic {topic!r} was created but shows no partitions on {self.config.bootstrap_servers}")
 
     def _create(self, topic: str, partitions: int) -> None:
-        admin_settings = {k: v for k, v in self._settings.items() if _is_client_setting(k)}
-        admin = AdminClient(admin_settings)
+        admin = AdminClient(self.client_settings)
         future = admin.create_topics(
             [NewTopic(topic, num_partitions=partitions, replication_factor=self.config.replication_factor)],
             request_timeout=self.config.broker_timeout_ms / 1000,
@@ -236,7 +240,7 @@ def _marker_partitions(output: "KafkaOutput") -> None:
 def _marker_consumer(output: "KafkaOutput", group: str):
     from confluent_kafka import Consumer
 
-    return Consumer({**{k: v for k, v in output._settings.items() if _is_client_setting(k)},
+    return Consumer({**output.client_settings,
                      "group.id": group, "enable.auto.commit": False, "isolation.level": "read_committed",
                      "logger": _LIBRDKAFKA_LOG})
 

@@ -9,6 +9,7 @@ decreasing) to every partition of every topic the batch touched.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import logging
 import time
@@ -105,7 +106,7 @@ class TaskIdentity:
 
     def driver(self) -> "TaskIdentity":
         """The names of the driver's control-event transaction for the same query or job."""
-        return TaskIdentity(DRIVER, self.batch_id, self.transactional_prefix, self.marker_prefix)
+        return dataclasses.replace(self, partition=DRIVER)
 
 
 @dataclass(frozen=True)
@@ -228,8 +229,7 @@ class WritePlan:
         for partition, report in enumerate(reports):
             if report is not None:
                 continue
-            failed = TaskIdentity(partition, identity.batch_id, identity.transactional_prefix,
-                                  identity.marker_prefix)
+            failed = dataclasses.replace(identity, partition=partition)
             try:
                 output = TransactionalOutput(self.config, failed.transactional_id, failed.marker_group)
                 try:
