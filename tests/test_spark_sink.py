@@ -75,10 +75,12 @@ def test_batch_write_found_by_name_round_trips(spark, broker, topic):
     assert len(sevens) == 1
 
 
-def test_register_explicitly(spark, broker, topic):
-    from ticdc_sink import TiCDCDataSource
+def test_register_is_safe_where_spark_already_found_the_source(spark, broker, topic):
+    import ticdc_sink
 
-    spark.dataSource.register(TiCDCDataSource)
+    # Before pyspark 4.1 registering a source Spark found by name raises DATA_SOURCE_ALREADY_EXISTS.
+    ticdc_sink.register(spark)
+    ticdc_sink.register(spark)
     write_batch(spark, [row(1)], sink_options(broker, topic), partitions=1)
     assert [e.columns["id"] for _, e in decoded(broker, topic)] == [1]
 
@@ -138,6 +140,17 @@ def test_sql_temporary_view_and_insert_with_options(spark, broker, topic):
     assert got == [(1, "a"), (2, "b")]
 
 
+def test_insert_with_options_into_a_view_are_not_seen_by_the_sink(spark, broker, topic):
+    """Spark hands a Python data source only the view's OPTIONS; the README says to put every option there."""
+    options = sink_options(broker, topic)
+    quoted = ", ".join(f"'{k}'='{v}'" for k, v in options.items())
+    spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW ticdc_with (id INT, name STRING) USING ticdc OPTIONS ({quoted})")
+    spark.sql(f"INSERT INTO ticdc_with WITH ('topic'='{topic}-with', 'table'='other') SELECT 1 AS id, 'a' AS name")
+    [(_, event)] = decoded(broker, topic)
+    assert event.table == "orders"  # the view's options, not the statement's
+    assert not read_messages(broker.bootstrap_servers, f"{topic}-with", idle_seconds=1)
+
+
 def test_sql_create_table_without_options_explains_how_to_pass_them(spark):
     spark.sql("DROP TABLE IF EXISTS ticdc_no_options")
     spark.sql("CREATE TABLE ticdc_no_options (id INT) USING ticdc OPTIONS ('protocol'='canal-json')")
@@ -145,8 +158,8 @@ def test_sql_create_table_without_options_explains_how_to_pass_them(spark):
         spark.sql("INSERT INTO ticdc_no_options SELECT 1")
 
 
-def test_sql_view_without_columns_says_to_declare_them(spark):
-    with pytest.raises(PySparkException, match="declare them"):
+def test_sql_view_without_columns_says_it_needs_a_column_list(spark):
+    with pytest.raises(PySparkException, match="a view over the ticdc sink needs a column list"):
         spark.sql("CREATE OR REPLACE TEMPORARY VIEW ticdc_bare USING ticdc OPTIONS ('protocol'='canal-json')")
 
 

@@ -15,7 +15,8 @@ from typing import Iterator
 from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, DataSourceStreamWriter
 
 from .config import SPARK_OWN_OPTIONS, parse_options
-from .errors import ConfigError
+from .errors import ConfigError, TiCDCSinkError
+from .kafka_io import check_brokers
 from .writer import TaskReport, WritePlan, arrow_schema_of, rows_to_record_batches
 
 try:  # pyspark >= 4.1
@@ -42,17 +43,20 @@ class TiCDCDataSource(DataSource):
         return "ticdc"
 
     def schema(self):
-        raise ConfigError(
-            "schema", None,
-            "the ticdc sink is write-only and cannot guess a table's columns: declare them, e.g. "
-            "CREATE TEMPORARY VIEW v (_op STRING, id INT, name STRING) USING ticdc OPTIONS (...)",
+        # Spark asks for a schema only when a view or table over the sink declares no columns.
+        raise TiCDCSinkError(
+            "a view over the ticdc sink needs a column list: the sink is write-only and cannot guess the "
+            "table's columns; declare them, e.g. "
+            "CREATE TEMPORARY VIEW v (_op STRING, id INT, name STRING) USING ticdc OPTIONS (...)"
         )
 
     def _plan(self, schema, job_id: str | None = None) -> WritePlan:
         own = {k: v for k, v in self.options.items() if str(k).lower() not in SPARK_OWN_OPTIONS}
         if not own:
             raise ConfigError("protocol", None, NO_OPTIONS_HELP)
-        return WritePlan.for_schema(parse_options(self.options), schema, job_id)
+        plan = WritePlan.for_schema(parse_options(self.options), schema, job_id)
+        check_brokers(plan.config)
+        return plan
 
     def writer(self, schema, overwrite: bool) -> "TiCDCBatchWriter":
         if overwrite:
@@ -67,6 +71,22 @@ class TiCDCDataSource(DataSource):
         if DataSourceStreamArrowWriter is not None:
             return TiCDCStreamArrowWriter(plan)
         return TiCDCStreamRowWriter(plan, schema)
+
+
+def register(spark) -> None:
+    """Make ``format("ticdc")`` available in ``spark`` where Spark did not find the source by name.
+
+    Spark discovers the installed ``pyspark_ticdc`` module by itself; registering the same
+    source again is an error before pyspark 4.1 (DATA_SOURCE_ALREADY_EXISTS), so that case is
+    taken as success.
+    """
+    from pyspark.errors import AnalysisException
+
+    try:
+        spark.dataSource.register(TiCDCDataSource)
+    except AnalysisException as e:
+        if e.getCondition() != "DATA_SOURCE_ALREADY_EXISTS":
+            raise
 
 
 class TiCDCBatchWriter(DataSourceArrowWriter):
@@ -99,12 +119,15 @@ class _StreamCommit:
 
 def _log_abort(plan: WritePlan, messages, what: str) -> None:
     written = sum(m.rows for m in messages if m is not None)
-    if plan.config.delivery == "exactly-once":
-        log.warning("ticdc sink: %s aborted; %d row(s) of partitions that committed stay in Kafka and are "
-                    "skipped when the batch is replayed", what, written)
+    if plan.job_id is not None:  # a batch write: running it again is a new job, with new transactional ids
+        log.warning("ticdc sink: %s failed; %d row(s) of Spark partitions that succeeded stay in Kafka, and "
+                    "running the write again sends them again", what, written)
+    elif plan.config.delivery == "exactly-once":
+        log.warning("ticdc sink: %s aborted; %d row(s) of Spark partitions that committed stay in Kafka, and "
+                    "the replay of the micro-batch skips them", what, written)
     else:
-        log.warning("ticdc sink: %s aborted; %d row(s) of tasks that succeeded are in Kafka and are sent "
-                    "again when the batch is replayed (at-least-once)", what, written)
+        log.warning("ticdc sink: %s aborted; %d row(s) of Spark partitions that succeeded are in Kafka, and "
+                    "the replay of the micro-batch sends them again (at-least-once)", what, written)
 
 
 if DataSourceStreamArrowWriter is not None:

@@ -11,6 +11,7 @@ not in Kafka.  A broker that cannot be reached fails within
 from __future__ import annotations
 
 import logging
+import re
 import time
 from dataclasses import dataclass
 from typing import Iterator
@@ -24,8 +25,35 @@ from .errors import ConfigError, DeliveryError, TaskTimeoutError
 
 log = logging.getLogger(__name__)
 _POLL_EVERY = 1000
+# librdkafka logs a failing connection again on every retry; one line per problem is enough.
+_REPEAT_AFTER_SECONDS = 300
+# The wait for delivery reports beyond message.timeout.ms, by which librdkafka has failed every message.
+_FLUSH_MARGIN_SECONDS = 5
+
+
+class _OncePerProblem(logging.Filter):
+    """Lets one line per distinct librdkafka problem through, again only after a quiet spell.
+
+    Lines that differ only in numbers (ports, milliseconds, client instance) are the same problem.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._last_seen: dict[tuple[int, str], float] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        problem = (record.levelno, re.sub(r"\d+", "#", record.getMessage()))
+        now = time.monotonic()
+        last = self._last_seen.get(problem)
+        if len(self._last_seen) > 1000:
+            self._last_seen.clear()
+        self._last_seen[problem] = now
+        return last is None or now - last > _REPEAT_AFTER_SECONDS
+
+
 # librdkafka's own log lines (connection failures, retries) go to Python logging, not stderr.
-_LIBRDKAFKA_LOG = logging.getLogger("ticdc_sink.librdkafka")
+LIBRDKAFKA_LOG = logging.getLogger("ticdc_sink.librdkafka")
+LIBRDKAFKA_LOG.addFilter(_OncePerProblem())
 
 
 def producer_settings(config: SinkConfig) -> dict[str, object]:
@@ -44,6 +72,30 @@ def producer_settings(config: SinkConfig) -> dict[str, object]:
     return settings
 
 
+def client_settings(settings: dict[str, object]) -> dict[str, object]:
+    """The connection and security settings of ``settings``, for admin and consumer clients."""
+    return {**{k: v for k, v in settings.items() if _is_client_setting(k)}, "logger": LIBRDKAFKA_LOG}
+
+
+def check_brokers(config: SinkConfig) -> None:
+    """Fail at once, on the driver, when the brokers cannot be reached within ``broker-timeout-ms``.
+
+    Without this check every task attempt and then ``abort()`` would wait out the timeout in turn.
+    """
+    admin = AdminClient(client_settings(producer_settings(config)))
+    try:
+        admin.list_topics(timeout=config.broker_timeout_ms / 1000)
+    except KafkaException as e:
+        raise DeliveryError(_unreachable(config, e.args[0])) from None
+
+
+def _unreachable(config: SinkConfig, error) -> str:
+    text = error.str() if isinstance(error, KafkaError) else str(error)
+    return (f"cannot reach the Kafka brokers {config.bootstrap_servers} within broker-timeout-ms="
+            f"{config.broker_timeout_ms} ({text}): check kafka.bootstrap.servers, the network and the "
+            "security settings, or raise broker-timeout-ms")
+
+
 class KafkaOutput:
     """One producer with checked deliveries, plus the topic metadata a task needs."""
 
@@ -51,7 +103,7 @@ class KafkaOutput:
         self.config = config
         self._settings = {**producer_settings(config), **(extra_settings or {})}
         self._producer = Producer({**self._settings, "error_cb": self._on_client_error,
-                                   "logger": _LIBRDKAFKA_LOG})
+                                   "logger": LIBRDKAFKA_LOG})
         self._partition_counts: dict[str, int] = {}
         self._failures: list[str] = []  # the first few failed deliveries, for the error
         self._failed = 0
@@ -62,7 +114,7 @@ class KafkaOutput:
     @property
     def client_settings(self) -> dict[str, object]:
         """The connection and security settings, for the admin and consumer clients beside the producer."""
-        return {k: v for k, v in self._settings.items() if _is_client_setting(k)}
+        return client_settings(self._settings)
 
     # -- topics
 
@@ -79,11 +131,7 @@ class KafkaOutput:
         try:
             return self._producer.list_topics(timeout=timeout)
         except KafkaException as e:
-            raise DeliveryError(
-                f"cannot reach the Kafka brokers {self.config.bootstrap_servers} within "
-                f"broker-timeout-ms={self.config.broker_timeout_ms}: {e.args[0]}"
-                + self._client_error_note()
-            ) from None
+            raise DeliveryError(_unreachable(self.config, e.args[0]) + self._client_error_note()) from None
 
     def _lookup_or_create(self, topic: str, partitions: int) -> int:
         metadata = self._metadata().topics.get(topic)
@@ -187,14 +235,14 @@ class KafkaOutput:
         librdkafka fails each message within ``message.timeout.ms``; the wait allows that and a margin.
         """
         message_timeout_s = int(self._settings["message.timeout.ms"]) / 1000
-        deadline = time.monotonic() + message_timeout_s + 30
+        deadline = time.monotonic() + message_timeout_s + _FLUSH_MARGIN_SECONDS
         while self._pending > 0 and time.monotonic() < deadline:
             self._producer.flush(1.0)
         self._raise_if_failed()
         if self._pending > 0:
             raise DeliveryError(
                 f"{self._pending} message(s) still unacknowledged by {self.config.bootstrap_servers} "
-                f"{message_timeout_s + 30:.0f} s after message.timeout.ms={self._settings['message.timeout.ms']}"
+                f"{_FLUSH_MARGIN_SECONDS} s after message.timeout.ms={self._settings['message.timeout.ms']}"
                 + self._client_error_note()
             )
 
@@ -241,8 +289,7 @@ def _marker_consumer(output: "KafkaOutput", group: str):
     from confluent_kafka import Consumer
 
     return Consumer({**output.client_settings,
-                     "group.id": group, "enable.auto.commit": False, "isolation.level": "read_committed",
-                     "logger": _LIBRDKAFKA_LOG})
+                     "group.id": group, "enable.auto.commit": False, "isolation.level": "read_committed"})
 
 
 def _read_marker(output: "KafkaOutput", consumer, group: str) -> Marker:
@@ -325,6 +372,10 @@ class TransactionalOutput(KafkaOutput):
         finally:
             consumer.close()
         return marker
+
+    def fence(self, timeout_s: float) -> None:
+        """Abort the transaction an earlier attempt with this ``transactional.id`` left open."""
+        self._transaction_call("init_transactions", self._producer.init_transactions, timeout_s)
 
     def begin(self) -> None:
         self._transaction_call("begin_transaction", self._producer.begin_transaction)

@@ -215,7 +215,9 @@ class WritePlan:
 
         Their names come from a task that succeeded, or from the batch job; a
         streaming micro-batch whose every task failed leaves that to the retry
-        (and to the broker's transaction timeout).
+        (and to the broker's transaction timeout).  The whole fencing takes at
+        most ``broker-timeout-ms`` and stops at the first failure: a broker that
+        is away would only make every further attempt wait as long.
         """
         if self.config.delivery != "exactly-once":
             return
@@ -226,18 +228,23 @@ class WritePlan:
             log.warning("ticdc sink: no task of the aborted batch reported its transactional ids; open "
                         "transactions end with the retry or after task-timeout-ms")
             return
-        for partition, report in enumerate(reports):
-            if report is not None:
-                continue
-            failed = dataclasses.replace(identity, partition=partition)
+        failed = [dataclasses.replace(identity, partition=p) for p, report in enumerate(reports) if report is None]
+        deadline = time.monotonic() + self.config.broker_timeout_ms / 1000
+        for done, task in enumerate(failed):
             try:
-                output = TransactionalOutput(self.config, failed.transactional_id, failed.marker_group)
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise TimeoutError(f"broker-timeout-ms={self.config.broker_timeout_ms} passed")
+                output = TransactionalOutput(self.config, task.transactional_id, task.marker_group)
                 try:
-                    output.start()
+                    output.fence(remaining)
                 finally:
                     output.close()
-            except Exception as e:  # abort() must not hide the task's own error; fence the others anyway
-                log.warning("ticdc sink: could not fence %s: %s", failed.transactional_id, e)
+            except Exception as e:  # abort() must not hide the task's own error
+                log.warning("ticdc sink: fenced %d of %d failed partition(s), then %s: %s; the others' open "
+                            "transactions end with the retry or after task-timeout-ms",
+                            done, len(failed), task.transactional_id, e)
+                return
 
 
 def emit_control_events(config: SinkConfig, layout: InputLayout | None, ddls: list[DDLChange],

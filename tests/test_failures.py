@@ -1,0 +1,115 @@
+"""Failures are short: one clear error within ``broker-timeout-ms``, and no librdkafka log spam.
+
+The Spark checks run in a fresh Python process outside the repository, as a
+user's own session would: nothing is registered, so ``format("ticdc")`` must be
+found by name, and the process's stderr can be read whole.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from ticdc_sink.config import parse_options
+from ticdc_sink.errors import DeliveryError
+from ticdc_sink.kafka_io import LIBRDKAFKA_LOG, check_brokers
+from ticdc_sink.writer import WritePlan
+
+from changefeed import schema
+from pyspark.sql import types as T
+
+
+def closed_port() -> str:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return f"127.0.0.1:{s.getsockname()[1]}"
+
+
+def options(bootstrap: str, **extra) -> dict:
+    return {"kafka.bootstrap.servers": bootstrap, "protocol": "canal-json", "topic": "t", "database": "d",
+            "table": "t", "broker-timeout-ms": "2000", **extra}
+
+
+USER_SESSION = textwrap.dedent("""
+    import json, sys, time
+    from pyspark.sql import SparkSession
+
+    live, dead, topic = sys.argv[1:4]
+    spark = (SparkSession.builder.master("local[2,3]").config("spark.ui.enabled", "false")
+             .config("spark.ui.showConsoleProgress", "false").getOrCreate())
+    spark.sparkContext.setLogLevel("OFF")
+    df = spark.createDataFrame([(1, "a"), (2, "b")], "id int, name string").repartition(2)
+    base = {"protocol": "canal-json", "topic": topic, "database": "d", "table": "t", "primary-key": "id",
+            "broker-timeout-ms": "3000"}
+    df.write.format("ticdc").mode("append").options(**{**base, "kafka.bootstrap.servers": live}).save()
+    started = time.monotonic()
+    try:
+        df.write.format("ticdc").mode("append").options(**{**base, "kafka.bootstrap.servers": dead}).save()
+        error = None
+    except Exception as e:
+        error = str(e)
+    print(json.dumps({"elapsed": time.monotonic() - started, "error": error}))
+""")
+
+
+@pytest.mark.spark
+@pytest.mark.broker
+def test_a_users_own_session_finds_the_source_by_name_and_fails_fast_on_a_dead_broker(broker, topic, tmp_path):
+    import json
+
+    from ticdc_sink.kafka_io import read_messages
+
+    dead = closed_port()
+    script = tmp_path / "session.py"
+    script.write_text(USER_SESSION)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYSPARK_PYTHON"] = sys.executable
+    done = subprocess.run([sys.executable, str(script), broker.bootstrap_servers, dead, topic], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    # Found by name (no register call, the repository is not the working directory): both rows arrived.
+    values = sorted(json.loads(m.value())["data"][0]["id"] for m in read_messages(
+        broker.bootstrap_servers, topic, max_messages=2, idle_seconds=30))
+    assert values == ["1", "2"]
+    # The dead broker: one error naming it, before any task, within the timeout plus Spark's overhead.
+    assert f"cannot reach the Kafka brokers {dead} within broker-timeout-ms=3000" in result["error"]
+    assert result["elapsed"] < 3 + 10, result
+    librdkafka_lines = [line for line in done.stderr.splitlines() if "rdkafka" in line]
+    assert len(librdkafka_lines) <= 2, librdkafka_lines
+
+
+def test_the_driver_check_fails_within_the_broker_timeout():
+    config = parse_options(options(closed_port()))
+    started = time.monotonic()
+    with pytest.raises(DeliveryError, match="cannot reach the Kafka brokers .* within broker-timeout-ms=2000"):
+        check_brokers(config)
+    assert time.monotonic() - started < 2 + 1.5
+
+
+def test_abort_of_a_batch_job_on_a_dead_broker_is_bounded_and_says_so_once(caplog):
+    config = parse_options(options(closed_port()))
+    plan = WritePlan.for_schema(config, schema(("id", T.IntegerType(), False)), job_id="j1")
+    started = time.monotonic()
+    with caplog.at_level(logging.WARNING, logger="ticdc_sink"):
+        plan.abort([None] * 4)  # four failed partitions to fence
+    assert time.monotonic() - started < 2 + 1.5
+    warnings = [r.getMessage() for r in caplog.records if r.name == "ticdc_sink.writer"]
+    assert len(warnings) == 1 and "fenced 0 of 4 failed partition(s)" in warnings[0], warnings
+
+
+def test_librdkafka_lines_that_repeat_a_problem_are_dropped(caplog):
+    caplog.set_level(logging.DEBUG, logger=LIBRDKAFKA_LOG.name)
+    for port, after in ((9001, 0), (9001, 12), (9002, 3)):  # a retry differs only in numbers
+        LIBRDKAFKA_LOG.error("FAIL [rdkafka#producer-%d] 127.0.0.1:%d: Connect failed: Connection refused "
+                             "(after %dms in state CONNECT)", port, port, after)
+    LIBRDKAFKA_LOG.error("FAIL [rdkafka#producer-1] 127.0.0.1:9001: SASL authentication failed")
+    assert [r.getMessage().split(": ", 1)[1] for r in caplog.records] == [
+        "Connect failed: Connection refused (after 0ms in state CONNECT)", "SASL authentication failed"]
