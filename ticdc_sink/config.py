@@ -4,6 +4,8 @@ Option names follow TiCDC's sink-URI parameters so that users can paste what
 they already run; Kafka client settings follow Spark's ``kafka.<key>``
 convention and go to librdkafka unchanged.  Every problem is reported before a
 task starts, as one error naming the option, the value and what is allowed.
+``SinkConfig`` keeps secrets (librdkafka needs them) but its repr, the errors
+and the log lines show them masked (``redact``).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from .errors import ConfigError
+from .redact import mask
 
 log = logging.getLogger(__name__)
 
@@ -112,6 +115,18 @@ class SinkConfig:
     def topic_has_placeholders(self) -> bool:
         return "{" in self.topic
 
+    def __repr__(self) -> str:
+        """The dataclass repr with secrets masked: reprs reach logs, Spark's UI and tracebacks."""
+        shown = []
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name == "kafka_settings":
+                value = tuple((setting, mask(setting, v)) for setting, v in value)
+            else:
+                value = mask(_option_name(f), value)
+            shown.append(f"{f.name}={value!r}")
+        return f"{type(self).__name__}({', '.join(shown)})"
+
     def metadata_columns(self) -> tuple[str, ...]:
         return (
             self.op_column,
@@ -185,7 +200,7 @@ def parse_sink_uri(uri: str) -> tuple[dict[str, str], dict[str, str]]:
             if _parse_bool("sink-uri parameter enable-tls", value):
                 kafka["security.protocol"] = "SSL"
         elif key in _URI_IGNORED_PARAMETERS:
-            log.info("sink-uri parameter %s=%s is not needed by librdkafka and is ignored", key, value)
+            log.info("sink-uri parameter %s=%s is not needed by librdkafka and is ignored", key, mask(key, value))
         else:
             options[key] = value
     if "sasl.mechanism" in kafka:
@@ -198,6 +213,12 @@ def _suggest(name: str) -> str:
     if close:
         return f"did you mean {close[0]!r}?"
     return "known options are " + ", ".join(KNOWN_OPTIONS) + ", and kafka.<librdkafka setting>"
+
+
+def _check_agrees(key: str, value: str, uri_value: str | None) -> None:
+    """A setting given both in the sink-uri and as the option ``key`` must have one value."""
+    if uri_value is not None and uri_value != value:
+        raise ConfigError(key, value, f"sink-uri already sets it to {mask(key, uri_value)!r}")
 
 
 def parse_options(options: Mapping[str, str]) -> SinkConfig:
@@ -221,14 +242,12 @@ def parse_options(options: Mapping[str, str]) -> SinkConfig:
             setting = key[len("kafka."):]
             if not setting:
                 raise ConfigError(key, value, "write kafka.<librdkafka setting>, e.g. kafka.bootstrap.servers")
-            if setting in kafka and kafka[setting] != value:
-                raise ConfigError(key, value, f"sink-uri already sets it to {kafka[setting]!r}")
+            _check_agrees(key, value, kafka.get(setting))
             kafka[setting] = value
             continue
         if key not in _FIELDS:
             raise ConfigError(key, value, f"unknown option; {_suggest(key)}")
-        if key in values and values[key] != value:
-            raise ConfigError(key, value, f"sink-uri already sets it to {values[key]!r}")
+        _check_agrees(key, value, values.get(key))
         values[key] = value
 
     return _build(values, kafka)

@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+from .redact import mask
+
 
 class TiCDCSinkError(Exception):
     """Base class of every error the sink raises on purpose."""
 
 
 class ConfigError(TiCDCSinkError, ValueError):
-    """A bad option: names the option, the value given and what is allowed."""
+    """A bad option: names the option, the value given and what is allowed.
+
+    A value that holds a secret is masked (``redact.mask``), in the message and in
+    ``value``, since errors reach logs and Spark's UI; an ``allowed`` text that
+    quotes another value masks it itself.
+    """
 
     def __init__(self, option: str, value, allowed: str):
+        value = mask(option, value)
         self.option, self.value, self.allowed = option, value, allowed
         if value is None:
             super().__init__(f"option {option!r} is not set: {allowed}")
