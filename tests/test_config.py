@@ -12,6 +12,8 @@ import pickle
 
 import pytest
 
+from ticdc_sink import codec
+from ticdc_sink.codec import IMPLEMENTED_PROTOCOLS
 from ticdc_sink.config import (
     DELIVERY_MODES,
     DISPATCHERS,
@@ -45,6 +47,13 @@ def with_base(**extra):
     options = dict(BASE)
     options.update(extra)
     return options
+
+
+@pytest.fixture
+def every_protocol_available(monkeypatch):
+    """A stand-in codec for every protocol, to test the option rules of the codecs to come."""
+    for protocol in PROTOCOLS:
+        monkeypatch.setitem(codec._CODECS, protocol, codec._CODECS["canal-json"])
 
 
 # ---------------------------------------------------------------------------
@@ -185,9 +194,9 @@ def test_spark_own_options_are_accepted_and_ignored(key):
 
 
 def test_option_names_are_case_insensitive():
-    c = parse_options({"KAFKA.BOOTSTRAP.SERVERS": "h:1", "Protocol": "avro", "TOPIC": "t_{schema}_{table}",
+    c = parse_options({"KAFKA.BOOTSTRAP.SERVERS": "h:1", "Protocol": "Canal-JSON", "TOPIC": "t_{schema}_{table}",
                        "Enable-TiDB-Extension": "true"})
-    assert c.protocol == "avro"
+    assert c.protocol == "canal-json"
     assert c.enable_tidb_extension is True
     assert c.bootstrap_servers == "h:1"
 
@@ -294,18 +303,35 @@ def test_zero_is_allowed_for_ids_and_versions(option, attr):
 # Choice options
 
 
-@pytest.mark.parametrize("protocol", PROTOCOLS)
-def test_every_protocol(protocol):
+@pytest.mark.parametrize("protocol", IMPLEMENTED_PROTOCOLS)
+def test_every_implemented_protocol(protocol):
     topic = "t_{schema}_{table}"
     assert parse_options(with_base(protocol=protocol, topic=topic)).protocol == protocol
+
+
+@pytest.mark.parametrize("protocol", [p for p in PROTOCOLS if p not in IMPLEMENTED_PROTOCOLS])
+@pytest.mark.parametrize(
+    "options",
+    [
+        with_base(topic="orders"),  # a fixed topic: the avro codec will want {schema} and {table}
+        {"sink-uri": "kafka://h:9092/orders"},
+        {},  # no brokers and no topic
+        with_base(**{"max-batch-size": "0", "partition": "random", "time-zone": "Mars/Base"}),
+    ],
+)
+def test_a_protocol_not_available_is_the_first_error(protocol, options):
+    options = {**options, "protocol": protocol.upper()}
+    err = error(options)
+    assert str(err) == (f"option 'protocol': bad value {protocol!r}: not available in this version; "
+                        f"available: {', '.join(IMPLEMENTED_PROTOCOLS)}")
 
 
 def test_protocols_are_the_design_list():
     assert set(PROTOCOLS) == {"open-protocol", "canal-json", "avro", "debezium", "simple"}
 
 
-@pytest.mark.parametrize("raw,value", [("Canal-JSON", "canal-json"), (" open-protocol ", "open-protocol"),
-                                       ("AVRO", "avro")])
+@pytest.mark.parametrize("raw,value", [("Canal-JSON", "canal-json"), (" canal-json ", "canal-json"),
+                                       ("CANAL-JSON", "canal-json")])
 def test_protocol_is_normalised(raw, value):
     assert parse_options(with_base(protocol=raw, topic="a_{schema}_{table}")).protocol == value
 
@@ -493,11 +519,13 @@ def test_topic_is_stripped():
     assert parse(topic="  orders  ").topic == "orders"
 
 
+@pytest.mark.usefixtures("every_protocol_available")
 @pytest.mark.parametrize("topic", ["tidb_{schema}_{table}", "{schema}{table}", "{schema}.{table}.avro"])
 def test_avro_topic_with_schema_and_table(topic):
     assert parse_options(with_base(protocol="avro", topic=topic)).topic == topic
 
 
+@pytest.mark.usefixtures("every_protocol_available")
 @pytest.mark.parametrize("topic", ["orders", "{schema}", "{table}", "tidb_{schema}", "x_{table}"])
 def test_avro_refuses_topic_without_schema_and_table(topic):
     err = error(with_base(protocol="avro", topic=topic))
@@ -506,6 +534,7 @@ def test_avro_refuses_topic_without_schema_and_table(topic):
     assert "avro" in str(err)
 
 
+@pytest.mark.usefixtures("every_protocol_available")
 @pytest.mark.parametrize("protocol", ["open-protocol", "canal-json", "debezium", "simple"])
 def test_other_protocols_accept_a_fixed_topic(protocol):
     assert parse(protocol=protocol, topic="fixed").topic == "fixed"
@@ -542,13 +571,13 @@ def test_parse_sink_uri_returns_options_and_kafka_settings():
 
 
 def test_sink_uri_topic_is_url_decoded():
-    c = parse_options({"sink-uri": "kafka://h:9092/tidb_%7Bschema%7D_%7Btable%7D?protocol=avro"})
+    c = parse_options({"sink-uri": "kafka://h:9092/tidb_%7Bschema%7D_%7Btable%7D?protocol=canal-json"})
     assert c.topic == "tidb_{schema}_{table}"
 
 
 def test_sink_uri_parameters_are_case_insensitive():
-    c = parse_options({"sink-uri": "KAFKA://h:9092/t?PROTOCOL=open-protocol&Enable-TiDB-Extension=TRUE"})
-    assert c.protocol == "open-protocol"
+    c = parse_options({"sink-uri": "KAFKA://h:9092/t?PROTOCOL=Canal-JSON&Enable-TiDB-Extension=TRUE"})
+    assert c.protocol == "canal-json"
     assert c.enable_tidb_extension is True
 
 
@@ -595,7 +624,7 @@ def test_conflicting_bootstrap_servers_and_sink_uri():
 
 
 def test_sink_uri_sasl_plain():
-    c = parse_options({"sink-uri": "kafka://h:9092/t?protocol=open-protocol&sasl-user=u&sasl-password=p"
+    c = parse_options({"sink-uri": "kafka://h:9092/t?protocol=canal-json&sasl-user=u&sasl-password=p"
                                    "&sasl-mechanism=PLAIN"})
     assert c.kafka == {
         "bootstrap.servers": "h:9092",
@@ -607,14 +636,14 @@ def test_sink_uri_sasl_plain():
 
 
 def test_sink_uri_sasl_with_tls():
-    c = parse_options({"sink-uri": "kafka://h:9092/t?protocol=open-protocol&sasl-user=u&sasl-password=p"
+    c = parse_options({"sink-uri": "kafka://h:9092/t?protocol=canal-json&sasl-user=u&sasl-password=p"
                                    "&sasl-mechanism=SCRAM-SHA-256&enable-tls=true"})
     assert c.kafka["security.protocol"] == "SASL_SSL"
     assert c.kafka["sasl.mechanism"] == "SCRAM-SHA-256"
 
 
 def test_sink_uri_tls_files():
-    c = parse_options({"sink-uri": "kafka://h:9092/t?protocol=open-protocol&enable-tls=true&ca=/ca.pem"
+    c = parse_options({"sink-uri": "kafka://h:9092/t?protocol=canal-json&enable-tls=true&ca=/ca.pem"
                                    "&cert=/c.pem&key=/k.pem"})
     assert c.kafka == {
         "bootstrap.servers": "h:9092",
@@ -626,23 +655,23 @@ def test_sink_uri_tls_files():
 
 
 def test_sink_uri_enable_tls_false_adds_nothing():
-    c = parse_options({"sink-uri": "kafka://h:9092/t?protocol=open-protocol&enable-tls=false"})
+    c = parse_options({"sink-uri": "kafka://h:9092/t?protocol=canal-json&enable-tls=false"})
     assert "security.protocol" not in c.kafka
 
 
 def test_sink_uri_bad_enable_tls():
-    err = error({"sink-uri": "kafka://h:9092/t?protocol=open-protocol&enable-tls=maybe"})
+    err = error({"sink-uri": "kafka://h:9092/t?protocol=canal-json&enable-tls=maybe"})
     assert "enable-tls" in err.option
     assert err.value == "maybe"
 
 
 def test_kafka_ssl_scheme():
-    c = parse_options({"sink-uri": "kafka+ssl://h:9092/t?protocol=open-protocol"})
+    c = parse_options({"sink-uri": "kafka+ssl://h:9092/t?protocol=canal-json"})
     assert c.kafka["security.protocol"] == "SSL"
 
 
 def test_sink_uri_client_id_and_compression():
-    c = parse_options({"sink-uri": "kafka://h:9092/t?protocol=open-protocol&compression=lz4"
+    c = parse_options({"sink-uri": "kafka://h:9092/t?protocol=canal-json&compression=lz4"
                                    "&kafka-client-id=cid"})
     assert c.kafka == {"bootstrap.servers": "h:9092", "client.id": "cid", "compression.type": "lz4"}
 
@@ -804,7 +833,7 @@ def test_column_types_is_kept_verbatim():
 
 
 def test_sink_config_is_picklable_and_frozen():
-    c = parse_options({"kafka.bootstrap.servers": "h:1", "kafka.linger.ms": "3", "protocol": "avro",
+    c = parse_options({"kafka.bootstrap.servers": "h:1", "kafka.linger.ms": "3", "protocol": "canal-json",
                        "topic": "p_{schema}_{table}", "schema-registry": "http://sr:8081",
                        "partition": "columns", "partition-columns": "a,b", "time-zone": "Asia/Shanghai"})
     again = pickle.loads(pickle.dumps(c))

@@ -253,13 +253,27 @@ def parse_options(options: Mapping[str, str]) -> SinkConfig:
     return _build(values, kafka)
 
 
+def _parse_protocol(value: str) -> str:
+    """A protocol that this version has a codec for."""
+    protocol = _parse_choice("protocol", value, PROTOCOLS)
+    # Imported here, not at the top: the codec registry imports this module (SinkConfig,
+    # PROTOCOLS).  Its own lookup raises the "not available in this version" error.
+    from .codec import _codec
+
+    _codec(protocol)
+    return protocol
+
+
 def _build(values: dict[str, str], kafka: dict[str, str]) -> SinkConfig:
+    # The protocol first: without its codec no other option can be used, and the
+    # rules of some (an avro topic) would send the user after the wrong fix.
+    if "protocol" not in values:
+        raise ConfigError("protocol", None, f"required: one of {', '.join(PROTOCOLS)}")
+    protocol = _parse_protocol(values["protocol"])
     if not kafka.get("bootstrap.servers"):
         raise ConfigError(
             "kafka.bootstrap.servers", None, "required: the brokers to write to, e.g. host1:9092,host2:9092"
         )
-    if "protocol" not in values:
-        raise ConfigError("protocol", None, f"required: one of {', '.join(PROTOCOLS)}")
     if "topic" not in values:
         raise ConfigError("topic", None, "required: a topic name, or an expression with {schema} and {table}")
 
@@ -276,7 +290,7 @@ def _build(values: dict[str, str], kafka: dict[str, str]) -> SinkConfig:
         else:
             parsed[f.name] = raw.strip() if key not in ("column-types",) else raw
 
-    parsed["protocol"] = _parse_choice("protocol", parsed["protocol"], PROTOCOLS)
+    parsed["protocol"] = protocol
     partition = str(parsed.get("partition", "default")).strip().lower()
     if partition == "rowid":  # TiCDC's deprecated alias
         partition = "index-value"
