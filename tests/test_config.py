@@ -18,6 +18,7 @@ from ticdc_sink.config import (
     DELIVERY_MODES,
     DISPATCHERS,
     KNOWN_OPTIONS,
+    ORDER_CHECKS,
     PROTOCOLS,
     SinkConfig,
     parse_options,
@@ -418,6 +419,20 @@ def test_bad_delivery_lists_allowed():
     assert err.option == "delivery"
     for mode in DELIVERY_MODES:
         assert mode in str(err)
+
+
+def test_order_check():
+    assert parse_options(BASE).order_check == "warn"
+    for check in ORDER_CHECKS:
+        assert parse(order_check=check.upper()).order_check == check
+    assert parse_options({"sink-uri": "kafka://h:9092/t?protocol=canal-json&order-check=off"}).order_check == "off"
+
+
+@pytest.mark.parametrize("raw", ["", "warning", "fail", "true", "none"])
+def test_bad_order_check_lists_allowed(raw):
+    err = error(with_base(**{"order-check": raw}))
+    assert err.option == "order-check" and err.value == raw
+    assert str(err).endswith("expected one of warn, error, off")
 
 
 def test_exactly_once_is_the_default_delivery():

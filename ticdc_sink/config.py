@@ -26,6 +26,7 @@ log = logging.getLogger(__name__)
 PROTOCOLS = ("open-protocol", "canal-json", "avro", "debezium", "simple")
 DISPATCHERS = ("default", "table", "index-value", "ts", "columns")
 DELIVERY_MODES = ("exactly-once", "at-least-once")
+ORDER_CHECKS = ("warn", "error", "off")
 
 # Options that Spark itself passes to every sink; they are not ours to check.
 SPARK_OWN_OPTIONS = frozenset({"checkpointlocation", "path", "paths", "queryname"})
@@ -80,6 +81,9 @@ class SinkConfig:
     partition_columns: tuple[str, ...] = ()
     partition_index: str | None = None
     delivery: str = "exactly-once"
+    # When two tasks of one micro-batch wrote a Kafka partition, so that a key's changes
+    # may be out of commit-ts order: log a warning, fail the batch, or say nothing.
+    order_check: str = "warn"
     transactional_id_prefix: str | None = None
     task_timeout_ms: int = 600_000
     marker_topic: str = "__ticdc_sink_markers"
@@ -318,6 +322,7 @@ def _build(values: dict[str, str], kafka: dict[str, str]) -> SinkConfig:
         ("avro-decimal-handling-mode", ("precise", "string")),
         ("avro-bigint-unsigned-handling-mode", ("long", "string")),
         ("encoding-format", ("json", "avro")),
+        ("order-check", ORDER_CHECKS),
     ):
         name = key.replace("-", "_")
         if name in parsed:
