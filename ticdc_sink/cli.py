@@ -1,33 +1,82 @@
-"""``python -m ticdc_sink demo|tail``: see the sink work, and read what it wrote.
+"""See the sink work (demo), read a topic it wrote (tail), run a local Kafka broker (broker).
 
-``demo`` streams a synthetic change feed (inserts, updates with old values,
+demo streams a synthetic change feed (inserts, updates with old values,
 deletes and a DDL, in a few micro-batches) through Spark into Kafka (the
-embedded broker unless ``--bootstrap-servers`` is given), reads the topic
-back, decodes every message and prints it.  ``tail`` prints the decoded
-events of any topic.
+embedded broker unless --bootstrap-servers is given), reads the topic back and
+prints one raw message and then every message decoded.  tail prints the
+decoded events of any topic.  broker runs the embedded broker until it is
+interrupted, for demo, tail and your own Spark jobs.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import logging
 import os
 import shutil
+import signal
+import socket
 import sys
 import tempfile
 import time
 from decimal import Decimal
+from typing import Iterable, Mapping
 
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient
+
+from .broker import BrokerError, EmbeddedBroker
 from .codec import IMPLEMENTED_PROTOCOLS, decoder_for
-from .codec.base import DDLEvent, RowEvent, WatermarkEvent
-from .kafka_io import iter_messages, read_messages
+from .codec.base import DDLEvent, Decoder, RowEvent, WatermarkEvent
+from .errors import DeliveryError
+from .kafka_io import LIBRDKAFKA_LOG, iter_messages, read_messages
+from .mysql_types import MySQLType, TypeSyntaxError, parse_mysql_type, split_column_types, tso_physical_ms
+
+# Above every level: without --verbose the CLI reports a client problem in one line of its own instead.
+_SILENT = logging.CRITICAL + 1
+_EPOCH = dt.datetime(1970, 1, 1)
+_BROKER_CHECK_SECONDS = 1.0
+
+
+class CommandError(Exception):
+    """A failure the CLI reports in one line, without a traceback."""
 
 
 def say(text: str) -> None:
     print(f"[ticdc-sink] {text}", flush=True)
 
 
-def _show(value) -> str:
+def complain(text: str) -> None:
+    print(f"[ticdc-sink] error: {text}", file=sys.stderr, flush=True)
+
+
+def tso_wall_time(tso: int) -> str:
+    """The UTC wall time of a TiDB TSO: its physical milliseconds sit above 18 logical bits."""
+    moment = _EPOCH + dt.timedelta(milliseconds=tso_physical_ms(tso))
+    return moment.isoformat(sep=" ", timespec="milliseconds") + " UTC"
+
+
+def enum_set_types(column_types: str) -> dict[str, MySQLType]:
+    """The ENUM and SET columns of a column-types option: their messages carry numbers, not member names."""
+    types = {name: parse_mysql_type(text) for name, text in split_column_types(column_types)}
+    return {name: t for name, t in types.items() if t.kind in ("enum", "set")}
+
+
+def _member_names(number: int, column_type: MySQLType) -> str | None:
+    """ENUM: the 1-based index's member; SET: the members of the bitmask (None when out of range)."""
+    members = column_type.elements
+    if column_type.kind == "enum":
+        return members[number - 1] if 1 <= number <= len(members) else None
+    if number >> len(members):
+        return None
+    return ",".join(m for bit, m in enumerate(members) if number >> bit & 1)
+
+
+def _show(value, column_type: MySQLType | None = None) -> str:
+    if column_type is not None and isinstance(value, int):
+        names = _member_names(value, column_type)
+        return f"{value} ({names})" if names is not None else str(value)
     if isinstance(value, (str, bytes)):
         return repr(value)
     if isinstance(value, (dt.date, dt.datetime)):
@@ -35,60 +84,152 @@ def _show(value) -> str:
     return str(value)
 
 
-def format_event(event) -> str:
-    """One readable line per decoded event."""
+def format_event(event, enum_set_columns: Mapping[str, MySQLType] | None = None) -> str:
+    """One readable line per decoded event; ENUM and SET numbers of ``enum_set_columns`` get their names."""
     if isinstance(event, WatermarkEvent):
-        return f"WATERMARK  ts={event.ts}"
+        return f"WATERMARK  ts={event.ts} ({tso_wall_time(event.ts)})"
     if isinstance(event, DDLEvent):
-        return f"DDL {event.type:<9} {event.database}.{event.table}: {event.query} (commit ts {event.commit_ts})"
+        committed = "" if event.commit_ts is None else \
+            f" (commit ts {event.commit_ts}, {tso_wall_time(event.commit_ts)})"
+        return f"DDL {event.type:<9} {event.database}.{event.table}: {event.query}{committed}"
     assert isinstance(event, RowEvent)
+    types = enum_set_columns or {}
+
+    def show(name: str, value) -> str:
+        return _show(value, types.get(name))
 
     def row(values: dict) -> str:
-        return "{" + ", ".join(f"{k}={_show(v)}" for k, v in values.items()) + "}"
+        return "{" + ", ".join(f"{k}={show(k, v)}" for k, v in values.items()) + "}"
 
     where = f"{event.database}.{event.table}"
     if event.type == "UPDATE" and event.old is not None:
-        changed = {k: f"{_show(event.old.get(k))} -> {_show(v)}" for k, v in event.columns.items()
+        changed = {k: f"{show(k, event.old.get(k))} -> {show(k, v)}" for k, v in event.columns.items()
                    if k in event.old and event.old[k] != v}
         keys = {k: event.columns[k] for k in event.primary_keys}
         return f"UPDATE {where} {row(keys)} " + ", ".join(f"{k}: {c}" for k, c in changed.items())
     return f"{event.type:<6} {where} {row(event.columns)}"
 
 
-def print_topic(bootstrap_servers: str, topic: str, protocol: str, idle_seconds: float,
-                max_messages: int | None = None, in_partition_order: bool = False) -> int:
-    """Decode and print a topic's messages; returns how many were read.
-
-    Messages are printed as they arrive, or all at the end in partition order.
-    """
-    decoder = decoder_for(protocol)
-    reader = read_messages if in_partition_order else iter_messages
-    messages = reader(bootstrap_servers, topic, idle_seconds=idle_seconds, max_messages=max_messages)
+def print_events(messages: Iterable, decoder: Decoder,
+                 enum_set_columns: Mapping[str, MySQLType] | None = None) -> int:
+    """Decode and print messages as they come; returns how many were read."""
     count = 0
     for message in messages:
         count += 1
         for event in decoder.decode(message.key(), message.value()):
-            print(f"  p{message.partition()}@{message.offset():<4} {format_event(event)}", flush=True)
+            print(f"  p{message.partition()}@{message.offset():<4} {format_event(event, enum_set_columns)}",
+                  flush=True)
     return count
+
+
+class ClientErrors:
+    """librdkafka's client errors (its error_cb), kept for one line instead of a log line per retry."""
+
+    def __init__(self) -> None:
+        self.distinct: list[str] = []
+
+    def __call__(self, error) -> None:
+        if error.str() not in self.distinct and len(self.distinct) < 5:
+            self.distinct.append(error.str())
+
+    @property
+    def settings(self) -> dict[str, object]:
+        """Client settings that route librdkafka's errors here and its logs to the core's logger (once per problem)."""
+        return {"error_cb": self, "logger": LIBRDKAFKA_LOG}
+
+
+def check_topic(bootstrap_servers: str, topic: str, timeout_seconds: float, errors: ClientErrors) -> None:
+    """Fail in one line, within the timeout, when the brokers cannot be reached or the topic is missing."""
+    admin = AdminClient({"bootstrap.servers": bootstrap_servers, **errors.settings})
+    try:
+        topics = admin.list_topics(timeout=timeout_seconds).topics
+    except KafkaException as e:
+        admin.poll(0)  # serves error_cb: the connection errors behind the failure
+        cause = errors.distinct[0] if errors.distinct else e.args[0].str()
+        raise CommandError(
+            f"cannot reach Kafka at {bootstrap_servers} within {timeout_seconds:g} s ({cause}); "
+            "check --bootstrap-servers, or start a broker with: python -m ticdc_sink broker") from None
+    if topic not in topics:
+        raise CommandError(f"topic {topic!r} does not exist on {bootstrap_servers}")
+
+
+def run_tail(bootstrap_servers: str, topic: str, protocol: str, idle_seconds: float, max_messages: int | None,
+             timeout_seconds: float, column_types: str | None) -> int:
+    try:
+        enum_set_columns = enum_set_types(column_types or "")
+    except TypeSyntaxError as e:
+        raise CommandError(f"--column-types: {e}") from None
+    errors = ClientErrors()
+    check_topic(bootstrap_servers, topic, timeout_seconds, errors)
+    messages = iter_messages(bootstrap_servers, topic, idle_seconds=idle_seconds, max_messages=max_messages,
+                             settings=errors.settings)
+    try:
+        count = print_events(messages, decoder_for(protocol), enum_set_columns)
+    except (DeliveryError, KafkaException) as e:
+        detail = e.args[0].str() if isinstance(e, KafkaException) else str(e)
+        raise CommandError(f"reading {topic!r} from {bootstrap_servers} failed: {detail}") from None
+    say(f"{count} message(s) decoded")
+    if errors.distinct:
+        say(f"the client reported errors while reading (the topic may hold more than was read): "
+            f"{'; '.join(errors.distinct)}")
+    return 0
+
+
+# ---------------------------------------------------------------------------
+# broker
+
+def run_broker() -> int:
+    """Serve the embedded broker until SIGINT or SIGTERM, then stop it: no Tansu process outlives the command."""
+    # Both unwind as KeyboardInterrupt; SIGINT too, since a shell starts background jobs with SIGINT ignored.
+    for stop_signal in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(stop_signal, signal.default_int_handler)
+    broker = EmbeddedBroker().start()  # stops what it started when it fails or is interrupted
+    try:
+        address = broker.bootstrap_servers
+        print(address, flush=True)
+        say(f"embedded Kafka broker (Tansu, data in memory) running until Ctrl-C; use it with "
+            f"demo/tail --bootstrap-servers {address}, or the Spark option kafka.bootstrap.servers={address}")
+        port = int(address.rsplit(":", 1)[1])
+        while _accepts_connections(port):
+            time.sleep(_BROKER_CHECK_SECONDS)
+        raise CommandError(f"the broker at {address} stopped by itself; the end of its log:\n"
+                           + broker.log_path.read_text(errors="replace")[-2000:])
+    except KeyboardInterrupt:
+        say("stopping the broker")
+        return 0
+    finally:
+        for stop_signal in (signal.SIGINT, signal.SIGTERM):  # a second Ctrl-C must not cut the stop short
+            signal.signal(stop_signal, signal.SIG_IGN)
+        broker.stop()
+        say("broker stopped")
+
+
+def _accepts_connections(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=_BROKER_CHECK_SECONDS):
+            return True
+    except OSError:
+        return False
 
 
 # ---------------------------------------------------------------------------
 # demo
 
 DEMO_DATABASE, DEMO_TABLE = "shop", "orders"
+DEMO_COLUMN_TYPES = "status ENUM('new','paid','shipped')"
 
 
 def demo_feed() -> list[list[dict]]:
-    """Three micro-batches of changes to shop.orders, with commit timestamps that increase."""
-    base = int(dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc).timestamp() * 1000) << 18
+    """Three micro-batches of changes to shop.orders, committed a few milliseconds apart."""
+    base = int(dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc).timestamp() * 1000)
 
     def order(i: int, status: str, amount: str) -> dict:
         return {"id": i, "customer": f"customer-{i % 3}", "amount": Decimal(amount), "status": status,
                 "updated_at": dt.datetime(2026, 1, 1, 12, i % 60, tzinfo=dt.timezone.utc)}
 
-    def change(op: str, ts: int, row: dict | None, before: dict | None = None, ddl: str | None = None) -> dict:
+    def change(op: str, ms: int, row: dict | None, before: dict | None = None, ddl: str | None = None) -> dict:
         empty = dict.fromkeys(["id", "customer", "amount", "status", "updated_at"])
-        return {"_op": op, "_commit_ts": base + ts, "_before": before, "_ddl": ddl, **(row or empty)}
+        return {"_op": op, "_commit_ts": (base + ms) << 18, "_before": before, "_ddl": ddl, **(row or empty)}
 
     first = [change("INSERT", i, order(i, "new", f"{10 * i}.50")) for i in range(1, 6)]
     second = [change("UPDATE", 10 + i, order(i, "paid", f"{10 * i}.50"), before=order(i, "new", f"{10 * i}.50"))
@@ -120,9 +261,24 @@ def demo_schema():
     ])
 
 
-def run_demo(protocol: str, bootstrap_servers: str | None, topic: str) -> int:
-    from .broker import EmbeddedBroker
+def _wire_text(data: bytes | None) -> str:
+    return "(none)" if data is None else data.decode("utf-8", errors="backslashreplace")
 
+
+def explain_topic(messages: list, protocol: str) -> None:
+    """What a reader of the topic meets before the decoded events: a raw message, offset gaps, watermarks."""
+    first = messages[0]
+    say(f"one message as it is on the wire (partition {first.partition()}, offset {first.offset()}):")
+    print(f"  key:   {_wire_text(first.key())}")
+    print(f"  value: {_wire_text(first.value())}", flush=True)
+    say("offsets skip numbers: the sink writes in Kafka transactions, and each committed transaction "
+        "leaves a control record (its commit marker) that takes an offset but holds no message")
+    say("WATERMARK ts is a TiDB TSO, physical milliseconds << 18 | logical counter (its UTC wall time is shown "
+        "next to it): every change committed up to ts is in the partition before the watermark")
+    say(f"the decoded {protocol} events (ENUM numbers with their names from column-types):")
+
+
+def run_demo(protocol: str, bootstrap_servers: str | None, topic: str) -> int:
     broker = None
     if bootstrap_servers is None:
         say("starting the embedded Kafka broker (Tansu) ...")
@@ -148,7 +304,7 @@ def run_demo(protocol: str, bootstrap_servers: str | None, topic: str) -> int:
                  .option("table", DEMO_TABLE)
                  .option("primary-key", "id")
                  .option("partition", "index-value")
-                 .option("column-types", "status ENUM('new','paid','shipped')")
+                 .option("column-types", DEMO_COLUMN_TYPES)
                  .option("enable-tidb-extension", "true")
                  .option("checkpointLocation", os.path.join(workdir, "checkpoint"))
                  .trigger(availableNow=True)
@@ -163,11 +319,15 @@ def run_demo(protocol: str, bootstrap_servers: str | None, topic: str) -> int:
                 break
             time.sleep(0.5)
         query.awaitTermination()
-        say(f"reading topic {topic!r} back and decoding it as {protocol}:")
-        count = print_topic(bootstrap_servers, topic, protocol, idle_seconds=3, in_partition_order=True)
-        say(f"{count} message(s) decoded")
         spark.stop()
-        return 0 if count else 1
+        say(f"reading topic {topic!r} back, in partition order:")
+        messages = read_messages(bootstrap_servers, topic, idle_seconds=3, settings=ClientErrors().settings)
+        if not messages:
+            raise CommandError(f"topic {topic!r} on {bootstrap_servers} has no messages")
+        explain_topic(messages, protocol)
+        count = print_events(messages, decoder_for(protocol), enum_set_types(DEMO_COLUMN_TYPES))
+        say(f"{count} message(s) decoded")
+        return 0
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
         if broker is not None:
@@ -193,26 +353,53 @@ def _local_spark():
 # ---------------------------------------------------------------------------
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m ticdc_sink", description=__doc__.splitlines()[0])
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m ticdc_sink", description=__doc__)
+    parser.set_defaults(verbose=False)  # broker has no Kafka client to be verbose about
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--verbose", action="store_true", help="show the Kafka client's (librdkafka's) log lines")
     commands = parser.add_subparsers(dest="command", required=True)
 
-    demo = commands.add_parser("demo", help="stream a synthetic change feed through Spark into Kafka and show it")
+    demo_help = "stream a synthetic change feed through Spark into Kafka and show what a reader sees"
+    demo = commands.add_parser("demo", parents=[common], help=demo_help, description=demo_help)
     demo.add_argument("--protocol", default="canal-json", choices=IMPLEMENTED_PROTOCOLS)
-    demo.add_argument("--bootstrap-servers", help="an existing Kafka cluster (default: start the embedded broker)")
+    demo.add_argument("--bootstrap-servers", metavar="HOST:PORT[,HOST:PORT...]",
+                      help="an existing Kafka cluster (default: start the embedded broker)")
     demo.add_argument("--topic", default=f"ticdc-demo-{int(time.time())}")
 
-    tail = commands.add_parser("tail", help="print the decoded events of a topic")
-    tail.add_argument("--bootstrap-servers", required=True)
+    tail_help = "print the decoded events of a topic, from its beginning"
+    tail = commands.add_parser("tail", parents=[common], help=tail_help, description=tail_help)
+    tail.add_argument("--bootstrap-servers", required=True, metavar="HOST:PORT[,HOST:PORT...]")
     tail.add_argument("--topic", required=True)
     tail.add_argument("--protocol", required=True, choices=IMPLEMENTED_PROTOCOLS)
     tail.add_argument("--idle-seconds", type=float, default=5.0,
                       help="stop after this long without a new message (default 5)")
     tail.add_argument("--max-messages", type=int, help="stop after this many messages")
+    tail.add_argument("--timeout-seconds", type=float, default=10.0,
+                      help="give up when the brokers do not answer within this time (default 10)")
+    tail.add_argument("--column-types", help="the sink's column-types option, to show ENUM and SET members "
+                                             "next to their numbers, e.g. \"status ENUM('new','paid')\"")
 
-    args = parser.parse_args(argv)
-    if args.command == "demo":
-        return run_demo(args.protocol, args.bootstrap_servers, args.topic)
-    count = print_topic(args.bootstrap_servers, args.topic, args.protocol, args.idle_seconds, args.max_messages)
-    say(f"{count} message(s) decoded")
-    return 0
+    broker_help = ("run the embedded Kafka-compatible broker (Tansu, data in memory) until Ctrl-C or SIGTERM; "
+                   "its address is the first line of output")
+    commands.add_parser("broker", help=broker_help, description=broker_help)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.verbose:
+        logging.basicConfig(level=logging.INFO, format="%(name)s %(levelname)s: %(message)s")
+    LIBRDKAFKA_LOG.setLevel(logging.NOTSET if args.verbose else _SILENT)
+    try:
+        if args.command == "demo":
+            return run_demo(args.protocol, args.bootstrap_servers, args.topic)
+        if args.command == "broker":
+            return run_broker()
+        return run_tail(args.bootstrap_servers, args.topic, args.protocol, args.idle_seconds, args.max_messages,
+                        args.timeout_seconds, args.column_types)
+    except (CommandError, BrokerError) as e:
+        complain(str(e))
+        return 1
+    except KeyboardInterrupt:
+        return 130

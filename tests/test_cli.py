@@ -1,0 +1,229 @@
+"""The command line: tail's one-line failures, the broker command's lifecycle, readable events, the demo."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import queue
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from ticdc_sink.cli import build_parser, enum_set_types, format_event
+from ticdc_sink.codec.base import DDLEvent, RowEvent, WatermarkEvent
+from ticdc_sink.mysql_types import tso_from_unix_ms
+
+CLI = [sys.executable, "-m", "ticdc_sink"]
+NEW_YEAR_MS = int(dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc).timestamp() * 1000)
+
+
+def run_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=timeout)
+
+
+def closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def create_topic(bootstrap_servers: str, topic: str) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap_servers})  # must outlive the future
+    admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1)])[topic].result(30)
+
+
+def output_lines(result: subprocess.CompletedProcess) -> list[str]:
+    return (result.stdout + result.stderr).splitlines()
+
+
+# ---------------------------------------------------------------------------
+# format_event
+
+ORDER_TYPES = enum_set_types("id INT, status ENUM('new','paid','shipped'), tags SET('a','b','c')")
+
+
+def test_enum_and_set_numbers_show_their_members():
+    event = RowEvent("INSERT", "shop", "orders", None, {"id": 1, "status": 2, "tags": 5}, primary_keys=["id"])
+    assert format_event(event, ORDER_TYPES) == "INSERT shop.orders {id=1, status=2 (paid), tags=5 (a,c)}"
+
+
+def test_update_shows_members_on_both_sides():
+    event = RowEvent("UPDATE", "shop", "orders", None, {"id": 1, "status": 3, "tags": 0},
+                     old={"id": 1, "status": 1, "tags": 0}, primary_keys=["id"])
+    assert format_event(event, ORDER_TYPES) == "UPDATE shop.orders {id=1} status: 1 (new) -> 3 (shipped)"
+
+
+def test_numbers_outside_the_members_stay_bare():
+    event = RowEvent("INSERT", "shop", "orders", None, {"status": 4, "tags": 8})
+    assert format_event(event, ORDER_TYPES) == "INSERT shop.orders {status=4, tags=8}"
+
+
+def test_without_column_types_enum_numbers_are_shown_as_sent():
+    event = RowEvent("INSERT", "shop", "orders", None, {"status": 2})
+    assert format_event(event) == "INSERT shop.orders {status=2}"
+
+
+def test_watermark_and_ddl_show_the_wall_time_of_their_tso():
+    tso = tso_from_unix_ms(NEW_YEAR_MS + 22) | 7  # logical part 7 does not change the wall time
+    assert format_event(WatermarkEvent(tso)) == f"WATERMARK  ts={tso} (2026-01-01 00:00:00.022 UTC)"
+    ddl = DDLEvent("shop", "orders", "ALTER TABLE orders ADD COLUMN note TEXT", "ALTER", tso)
+    assert format_event(ddl).endswith(f"(commit ts {tso}, 2026-01-01 00:00:00.022 UTC)")
+
+
+@pytest.mark.parametrize("command", [[], ["demo"], ["tail"], ["broker"]])
+def test_help_has_no_rest_markup(command, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        build_parser().parse_args([*command, "--help"])
+    assert exit_info.value.code == 0
+    assert "``" not in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------------------
+# tail
+
+
+@pytest.mark.broker
+def test_tail_names_a_missing_topic(broker):
+    result = run_cli("tail", "--bootstrap-servers", broker.bootstrap_servers, "--topic", f"missing-{uuid.uuid4().hex}",
+                     "--protocol", "canal-json")
+    assert result.returncode != 0
+    [line] = output_lines(result)
+    assert "does not exist" in line and broker.bootstrap_servers in line
+
+
+def test_tail_on_a_closed_port_fails_in_one_line_within_its_timeout():
+    address = f"127.0.0.1:{closed_port()}"
+    started = time.monotonic()
+    result = run_cli("tail", "--bootstrap-servers", address, "--topic", "t", "--protocol", "canal-json",
+                     "--timeout-seconds", "2")
+    elapsed = time.monotonic() - started
+    assert result.returncode != 0
+    [line] = output_lines(result)  # no traceback, no librdkafka log lines
+    assert f"cannot reach Kafka at {address} within 2 s" in line
+    assert "python -m ticdc_sink broker" in line
+    assert elapsed < 20
+
+
+def test_tail_rejects_bad_column_types_in_one_line():
+    result = run_cli("tail", "--bootstrap-servers", f"127.0.0.1:{closed_port()}", "--topic", "t",
+                     "--protocol", "canal-json", "--column-types", "status ENUM")
+    assert result.returncode != 0
+    [line] = output_lines(result)
+    assert "--column-types" in line and "ENUM('a','b')" in line
+
+
+@pytest.mark.broker
+def test_tail_decodes_with_member_names(broker, topic):
+    create_topic(broker.bootstrap_servers, topic)
+    message = {"id": 0, "database": "shop", "table": "orders", "pkNames": ["id"], "isDdl": False,
+               "type": "INSERT", "es": NEW_YEAR_MS, "ts": NEW_YEAR_MS, "sql": "",
+               "sqlType": {"id": 4, "status": 4, "tags": -7},
+               "mysqlType": {"id": "int", "status": "enum", "tags": "set"},
+               "old": None, "data": [{"id": "1", "status": "2", "tags": "5"}]}
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers})
+    producer.produce(topic, json.dumps(message).encode())
+    assert producer.flush(30) == 0
+    result = run_cli("tail", "--bootstrap-servers", broker.bootstrap_servers, "--topic", topic,
+                     "--protocol", "canal-json", "--idle-seconds", "1",
+                     "--column-types", "status ENUM('new','paid','shipped'), tags SET('a','b','c')")
+    assert result.returncode == 0, result.stderr
+    assert "INSERT shop.orders {id=1, status=2 (paid), tags=5 (a,c)}" in result.stdout
+    assert "1 message(s) decoded" in result.stdout
+
+
+# ---------------------------------------------------------------------------
+# broker
+
+
+def line_reader(stream) -> queue.Queue:
+    """The stream's lines, read by a thread, so that a test can wait for one with a timeout."""
+    lines: queue.Queue = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line.rstrip("\n")) for line in stream], daemon=True).start()
+    return lines
+
+
+def child_pids(pid: int) -> list[int]:
+    with open(f"/proc/{pid}/task/{pid}/children") as children:
+        return [int(p) for p in children.read().split()]
+
+
+def round_trip(bootstrap_servers: str) -> bytes:
+    topic = f"cli-broker-{uuid.uuid4().hex[:8]}"
+    create_topic(bootstrap_servers, topic)
+    producer = Producer({"bootstrap.servers": bootstrap_servers})
+    producer.produce(topic, b"hello")
+    assert producer.flush(30) == 0
+    consumer = Consumer({"bootstrap.servers": bootstrap_servers, "group.id": topic, "auto.offset.reset": "earliest"})
+    try:
+        consumer.assign([TopicPartition(topic, 0, 0)])
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is not None and not message.error():
+                return message.value()
+    finally:
+        consumer.close()
+    raise AssertionError("the message did not come back")
+
+
+def ignore_sigint() -> None:
+    """What a shell does to a background job (command &)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@pytest.mark.broker
+@pytest.mark.parametrize("stop_signal, preexec_fn", [(signal.SIGINT, None), (signal.SIGTERM, None),
+                                                     (signal.SIGINT, ignore_sigint)],
+                         ids=["SIGINT", "SIGTERM", "SIGINT-to-background-job"])
+def test_broker_command_serves_until_interrupted(stop_signal, preexec_fn):
+    process = subprocess.Popen([*CLI, "broker"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               preexec_fn=preexec_fn)
+    try:
+        stdout = line_reader(process.stdout)
+        address = stdout.get(timeout=60)
+        host, port = address.rsplit(":", 1)
+        assert host == "127.0.0.1" and port.isdigit()
+        assert f"--bootstrap-servers {address}" in stdout.get(timeout=10)
+        assert round_trip(address) == b"hello"
+        [tansu] = child_pids(process.pid)
+        process.send_signal(stop_signal)
+        process.wait(timeout=30)
+        err = process.stderr.read()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 0, err
+    assert stdout.get(timeout=5).endswith("stopping the broker") and stdout.get(timeout=5).endswith("broker stopped")
+    assert err == ""
+    assert not os.path.exists(f"/proc/{tansu}")
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(("127.0.0.1", int(port)), timeout=5).close()
+
+
+# ---------------------------------------------------------------------------
+# demo
+
+
+@pytest.mark.spark
+@pytest.mark.broker
+def test_demo_explains_what_a_reader_sees():
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    result = subprocess.run([*CLI, "demo"], capture_output=True, text=True, timeout=600, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    assert "one message as it is on the wire" in out
+    assert '\n  value: {"id":0,"database":"shop","table":"orders"' in out
+    assert "offsets skip numbers" in out and "control record" in out
+    assert "status: 1 (new) -> 2 (paid)" in out
+    assert "WATERMARK  ts=" in out and "(2026-01-01 00:00:00.022 UTC)" in out
+    assert "message(s) decoded" in out
