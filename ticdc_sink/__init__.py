@@ -1,15 +1,18 @@
 """ticdc-sink: write Spark row changes to Kafka in TiCDC's message protocols.
 
 ``df.writeStream.format("ticdc")`` (or ``df.write.format("ticdc")``) with the
-options of the README; ``emit_ddl`` sends one DDL event on its own; ``register``
-makes the source known to a session that did not find it by name.
+options of the README; ``order_changes`` lays a DataFrame out so that every
+key's changes reach Kafka in commit order; ``emit_ddl`` sends one DDL event on
+its own; ``register`` makes the source known to a session that did not find it
+by name.
 """
 
 from .datasource import TiCDCDataSource, register
 from .errors import ConfigError, ContractError, DeliveryError, MessageTooLargeError, TiCDCSinkError
+from .ordering import OrderError, order_changes
 from .writer import emit_ddl
 
 __all__ = [
-    "TiCDCDataSource", "register", "emit_ddl", "TiCDCSinkError", "ConfigError", "ContractError", "DeliveryError",
-    "MessageTooLargeError",
+    "TiCDCDataSource", "register", "order_changes", "emit_ddl", "TiCDCSinkError", "ConfigError", "ContractError",
+    "DeliveryError", "MessageTooLargeError", "OrderError",
 ]

@@ -96,11 +96,16 @@ class PartitionDispatcher:
 
         The commit ts for ``ts``; otherwise the PositionInertia hash of the row.
         """
+        return self.routing_of(batch.databases, batch.tables, batch.commit_ts, batch.columns)
+
+    def routing_of(self, databases: pa.Array, tables: pa.Array, commit_ts: np.ndarray | None,
+                   columns: dict[str, pa.Array]) -> np.ndarray:
+        """``routing_values`` from the parts of a batch: ``columns`` in canonical form, the ones hashed at least."""
         if self.rule == "ts":
-            return batch.commit_ts
-        hashes = _table_hashes(batch)
+            return commit_ts
+        hashes = _table_hashes(databases, tables)
         for column in self.columns:
-            hashes ^= _column_hashes(batch.columns[column.name], column, self.time_zone)
+            hashes ^= _column_hashes(columns[column.name], column, self.time_zone)
         return hashes.astype(np.uint64)
 
 
@@ -109,8 +114,8 @@ def _crc_of_texts(texts: list, start: int) -> np.ndarray:
     return np.fromiter((crc(t, start) if t is not None else 0 for t in texts), dtype=np.uint32, count=len(texts))
 
 
-def _table_hashes(batch: ChangeBatch) -> np.ndarray:
-    pairs = pc.binary_join_element_wise(batch.databases, batch.tables, "")
+def _table_hashes(databases: pa.Array, tables: pa.Array) -> np.ndarray:
+    pairs = pc.binary_join_element_wise(databases, tables, "")
     distinct = pc.unique(pairs)
     crcs = np.array([zlib.crc32(s.encode()) for s in distinct.to_pylist()], dtype=np.uint32)
     return crcs[pc.index_in(pairs, value_set=distinct).to_numpy(zero_copy_only=False)]

@@ -77,6 +77,17 @@ def client_settings(settings: dict[str, object]) -> dict[str, object]:
     return {**{k: v for k, v in settings.items() if _is_client_setting(k)}, "logger": LIBRDKAFKA_LOG}
 
 
+def existing_partition_count(config: SinkConfig, topic: str) -> int | None:
+    """The partitions of ``topic`` on the brokers, or None when it does not exist (yet)."""
+    admin = AdminClient(client_settings(producer_settings(config)))
+    try:
+        metadata = admin.list_topics(timeout=config.broker_timeout_ms / 1000).topics.get(topic)
+    except KafkaException as e:
+        raise DeliveryError(_unreachable(config, e.args[0])) from None
+    return len(metadata.partitions) if metadata is not None and metadata.error is None and metadata.partitions \
+        else None
+
+
 def check_brokers(config: SinkConfig) -> None:
     """Fail at once, on the driver, when the brokers cannot be reached within ``broker-timeout-ms``.
 
@@ -110,6 +121,8 @@ class KafkaOutput:
         self._client_errors: list[str] = []
         self._pending = 0
         self.delivered = 0
+        # (topic, partition) -> [first, last] acknowledged offset: where this producer's messages landed.
+        self.offsets: dict[tuple[str, int], list[int]] = {}
 
     @property
     def client_settings(self) -> dict[str, object]:
@@ -214,6 +227,12 @@ class KafkaOutput:
                 self._failures.append(f"{message.topic()}[{message.partition()}]: {error.str()}")
         else:
             self.delivered += 1
+            where, offset = (message.topic(), message.partition()), message.offset()
+            span = self.offsets.get(where)
+            if span is None:
+                self.offsets[where] = [offset, offset]
+            elif offset > span[1]:
+                span[1] = offset
 
     def _on_client_error(self, error) -> None:
         if len(self._client_errors) < 5:
@@ -441,12 +460,15 @@ def _is_client_setting(key: str) -> bool:
 
 
 def iter_messages(bootstrap_servers: str, topic: str, idle_seconds: float = 5.0,
-                  max_messages: int | None = None, settings: dict | None = None) -> Iterator:
+                  max_messages: int | None = None, settings: dict | None = None,
+                  expect: int = 0, timeout_seconds: float = 60.0) -> Iterator:
     """The messages of ``topic`` from the beginning, as they arrive, without a consumer group.
 
     Reading stops after ``idle_seconds`` without a new message (or at
     ``max_messages``): some brokers report wrong high watermarks, so the end
-    of a topic is found by quiet, not by offsets.
+    of a topic is found by quiet, not by offsets.  Before ``expect`` messages
+    arrived, quiet does not count: reading then stops only after
+    ``timeout_seconds`` without a message, so a slow start loses nothing.
     """
     from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
@@ -463,7 +485,8 @@ def iter_messages(bootstrap_servers: str, topic: str, idle_seconds: float = 5.0,
             return
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in sorted(metadata.partitions)])
         count, last = 0, time.monotonic()
-        while time.monotonic() - last < idle_seconds and (max_messages is None or count < max_messages):
+        while (time.monotonic() - last < (idle_seconds if count >= expect else timeout_seconds)
+               and (max_messages is None or count < max_messages)):
             message = consumer.poll(0.2)
             if message is None:
                 continue
@@ -478,7 +501,7 @@ def iter_messages(bootstrap_servers: str, topic: str, idle_seconds: float = 5.0,
 
 
 def read_messages(bootstrap_servers: str, topic: str, idle_seconds: float = 5.0,
-                  max_messages: int | None = None, settings: dict | None = None) -> list:
+                  max_messages: int | None = None, settings: dict | None = None, expect: int = 0) -> list:
     """Every message of ``topic`` (see ``iter_messages``), in partition and offset order."""
-    messages = iter_messages(bootstrap_servers, topic, idle_seconds, max_messages, settings)
+    messages = iter_messages(bootstrap_servers, topic, idle_seconds, max_messages, settings, expect)
     return sorted(messages, key=lambda m: (m.partition(), m.offset()))

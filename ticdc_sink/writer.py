@@ -27,6 +27,7 @@ from .ddl import DDLChange, classify
 from .dispatch import PartitionDispatcher, TopicRouter
 from .kafka_io import KafkaOutput, TransactionalOutput, read_marker, write_marker
 from .mysql_types import now_tso
+from .ordering import Span, add_batch_spans, check_order, task_spans
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +47,7 @@ class TaskReport(WriterCommitMessage):
     identity: TaskIdentity | None = None  # None outside Spark (at-least-once only)
     replayed: bool = False  # the partition had committed this batch already: nothing was sent again
     unsorted: bool = False  # some Arrow batch started below the commit ts of an earlier one
+    spans: dict[tuple[str, int], Span] = field(default_factory=dict)  # what went into each Kafka partition
 
 
 @dataclass(frozen=True)
@@ -133,10 +135,11 @@ class WritePlan:
         if config.delivery == "at-least-once":
             output = KafkaOutput(config)
             try:
-                self._send(batches, report, output, produce=True)
+                ts_spans = self._send(batches, report, output, produce=True)
                 output.flush()
             finally:
                 output.close()
+            report.spans = task_spans(ts_spans, output.offsets)
             return report
         if task is None:
             raise RuntimeError("exactly-once writes run in Spark tasks, or with a TaskIdentity")
@@ -149,16 +152,20 @@ class WritePlan:
                          task.transactional_id, task.batch_id)
             else:
                 output.begin()
-            self._send(batches, report, output, produce=not report.replayed)
+            ts_spans = self._send(batches, report, output, produce=not report.replayed)
             if not report.replayed:
                 output.commit(task.batch_id)
         finally:
             output.close()
+        report.spans = task_spans(ts_spans, output.offsets)
         return report
 
     def _send(self, batches: Iterable[pa.RecordBatch], report: TaskReport, output: KafkaOutput,
-              produce: bool) -> None:
-        """Validate, route and (when ``produce``) encode and send every row change; fill ``report``."""
+              produce: bool) -> dict[tuple[str, int], list[int]]:
+        """Validate, route and (when ``produce``) encode and send every row change; fill ``report``.
+
+        Returns the commit-ts range sent to each Kafka partition, for the driver's order check.
+        """
         config, table = self.config, self.layout.table
         builder = ChangeBatchBuilder(self.layout, config)
         encoder = encoder_for(config, table)
@@ -166,6 +173,7 @@ class WritePlan:
         dispatcher = PartitionDispatcher(config, table)
         deadline_check = getattr(output, "check_deadline", None)
         started, next_progress = time.monotonic(), PROGRESS_EVERY_ROWS
+        ts_spans: dict[tuple[str, int], list[int]] = {}
         for record_batch in batches:
             changes, ddls = builder.build(record_batch)
             for ddl in ddls:
@@ -186,6 +194,7 @@ class WritePlan:
                 partition_of_row = (dispatcher.routing_values(changes) % counts[topic_of_row]).astype(np.int32)
                 report.messages += output.produce_rows(
                     encoder.encode_rows(changes, topics, topic_of_row, partition_of_row))
+                add_batch_spans(ts_spans, topics, topic_of_row, partition_of_row, changes.commit_ts)
             report.rows += changes.num_rows
             report.max_commit_ts = max(report.max_commit_ts, changes.max_commit_ts)
             if deadline_check is not None:
@@ -197,9 +206,13 @@ class WritePlan:
                 next_progress += PROGRESS_EVERY_ROWS
         if report.ddls:
             report.max_commit_ts = max(report.max_commit_ts, max(d.commit_ts for d in report.ddls))
+        return ts_spans
 
     def commit(self, reports: list[TaskReport | None]) -> int:
-        """Emit the batch's DDL events, then its watermark events; returns the watermark sent."""
+        """Check the tasks kept commit order, emit the batch's DDL events, then its watermark events.
+
+        Returns the watermark sent.
+        """
         reports = [r for r in reports if r is not None]
         ddls = sorted((d for r in reports for d in r.ddls), key=lambda d: d.commit_ts)
         topics: dict[str, int] = {}
@@ -208,6 +221,10 @@ class WritePlan:
         watermark = max([0] + [r.max_commit_ts for r in reports])
         identity = next((r.identity for r in reports if r.identity is not None), None)
         driver = identity.driver() if identity is not None else None
+        what = "the batch write" if self.job_id is not None or identity is None else f"micro-batch {identity.batch_id}"
+        task_of = {id(r): r.identity.partition if r.identity else i for i, r in enumerate(reports)}
+        check_order(self.config, {task_of[id(r)]: r.spans for r in reports}, what,
+                    [task_of[id(r)] for r in reports if r.unsorted])
         return emit_control_events(self.config, self.layout, ddls, topics, watermark, driver)
 
     def abort(self, reports: list[TaskReport | None]) -> None:
