@@ -35,7 +35,7 @@ def test_every_row_is_an_insert_without_an_op_column():
 def test_unknown_operation_names_column_value_and_row_key():
     with pytest.raises(ContractError) as error:
         build(OPS, [{"_op": "INSERT", "id": 1, "v": "a"}, {"_op": "UPSERT", "id": 7, "v": "b"}], **KEYED)
-    assert error.value.column == "_op" and error.value.value == "UPSERT" and error.value.row_key == "{id=7}"
+    assert error.value.column == "_op" and error.value.value == "UPSERT" and error.value.row_key == "{id=7} (position 1 in the input)"
     assert "unknown operation" in str(error.value)
 
 
@@ -69,7 +69,7 @@ def test_rows_are_sorted_by_commit_ts_stably():
     _, _, changes, _ = build(TS, rows, **KEYED)
     assert changes.commit_ts.tolist() == [10, 10, 20, 30]
     assert changes.columns["id"].to_pylist() == [1, 3, 2, 0]
-    assert changes.row_key(0) == "{id=1}"
+    assert changes.row_key(0) == "{id=1} (position 1 in the input)"  # where it was in the input
 
 
 def test_generated_commit_ts_is_strictly_increasing_across_batches():
@@ -117,7 +117,7 @@ def test_before_with_other_fields_is_refused():
 def test_delete_without_key_values_is_refused():
     s = schema(("_op", T.StringType()), ("id", T.IntegerType()), ("v", T.StringType()))
     # A primary key column is NOT NULL, so its null is refused for every operation.
-    with pytest.raises(ContractError, match=r"'id'.*\{id=None\}.*NOT NULL"):
+    with pytest.raises(ContractError, match=r"'id'.*\{id=None\} \(position \d+ in the input\).*NOT NULL"):
         build(s, [{"_op": "DELETE", "id": None, "v": "x"}], **KEYED)
 
 
@@ -205,7 +205,7 @@ def test_bad_values_name_column_value_and_row_key(column_type, spark_type, value
     rows = [{"id": 1, "c": None}, {"id": 2, "c": value}]
     with pytest.raises(ContractError) as error:
         build(s, rows, column_types=f"c {column_type}", **KEYED)
-    assert error.value.column == "c" and error.value.row_key == "{id=2}" and error.value.value == value
+    assert error.value.column == "c" and error.value.row_key == "{id=2} (position 1 in the input)" and error.value.value == value
     assert problem in str(error.value)
 
 
@@ -314,3 +314,13 @@ def test_a_set_bitmask_beyond_its_members_is_refused():
     s = schema(("id", T.IntegerType(), False), ("c", T.LongType()))
     with pytest.raises(ContractError, match=r"SET bitmask of 2 members is 0\.\.3"):
         build(s, [{"id": 1, "c": 4}], column_types="c SET('a','b')", **KEYED)
+
+
+def test_positions_count_across_the_record_batches_of_a_task():
+    config, layout, _, _ = build(schema(("id", T.IntegerType(), False)), [{"id": 1}], **KEYED)
+    builder = ChangeBatchBuilder(layout, config)
+    arrow = arrow_schema_of(schema(("id", T.IntegerType())))
+    builder.build(pa.RecordBatch.from_pylist([{"id": 1}, {"id": 2}], schema=arrow))
+    with pytest.raises(ContractError) as error:
+        builder.build(pa.RecordBatch.from_pylist([{"id": 3}, {"id": None}], schema=arrow))
+    assert error.value.row_key == "{id=None} (position 3 in the input)"

@@ -141,14 +141,20 @@ class ChangeBatch:
 
 
 class RowKeys:
-    """Describes a row by its key values, for error messages (``{id=5}``)."""
+    """Describes a row for error messages: its key values and its place in the task's input.
 
-    def __init__(self, names: list[str], arrays: list[pa.Array], order: np.ndarray | None = None):
+    ``{id=5} (position 17 in Spark partition 3)``: a key alone may be NULL or
+    repeated, the position (from 0, across the task's Arrow batches) is not.
+    """
+
+    def __init__(self, names: list[str], arrays: list[pa.Array], first_row: int = 0, where: str = "the input",
+                 order: np.ndarray | None = None):
         self._names, self._arrays, self._order = names, arrays, order
+        self._first_row, self._where = first_row, where
 
     def reordered(self, order: np.ndarray) -> "RowKeys":
         base = order if self._order is None else self._order[order]
-        return RowKeys(self._names, self._arrays, base)
+        return RowKeys(self._names, self._arrays, self._first_row, self._where, base)
 
     def describe(self, row: int) -> str:
         source = int(self._order[row]) if self._order is not None else row
@@ -156,13 +162,24 @@ class RowKeys:
         for name, values in zip(self._names, self._arrays):
             text = repr(values[source].as_py())
             parts.append(f"{name}={text if len(text) <= 64 else text[:61] + '...'}")
-        return "{" + ", ".join(parts) + "}"
+        return "{" + ", ".join(parts) + f"}} (position {self._first_row + source} in {self._where})"
 
 
 class _BadValue(Exception):
     def __init__(self, row: int, value, problem: str):
         super().__init__(problem)
         self.row, self.value, self.problem = row, value, problem
+
+
+def commit_tso(values: pa.Array, is_timestamp: bool) -> np.ndarray:
+    """The TSOs (int64) of a commit ts column: as given, or ``physical ms << 18`` of timestamps.
+
+    Negative for timestamps before 1970; nulls are the caller's to refuse.
+    """
+    if not is_timestamp:
+        return pc.fill_null(values, 0).to_numpy()
+    millis = np.floor_divide(pc.fill_null(values.cast(pa.int64()), 0).to_numpy(), 1000)
+    return np.where(millis < 0, -1, millis << 18)
 
 
 class ChangeBatchBuilder:
@@ -175,13 +192,20 @@ class ChangeBatchBuilder:
     def __init__(self, layout: InputLayout, config: SinkConfig):
         self.layout, self.config = layout, config
         self._last_generated_ts = 0
+        self._rows_seen = 0  # rows of earlier record batches, for positions in error messages
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        self._where = f"Spark partition {context.partitionId()}" if context is not None else "the input"
 
     def build(self, batch: pa.RecordBatch) -> tuple[ChangeBatch | None, list[DDLChange]]:
         layout, config = self.layout, self.config
         n = batch.num_rows
         table_cols = layout.table.columns
         key_columns = [c for c in table_cols if c.handle_key]
-        keys = RowKeys([c.name for c in key_columns], [batch.column(c.name) for c in key_columns])
+        keys = RowKeys([c.name for c in key_columns], [batch.column(c.name) for c in key_columns],
+                       self._rows_seen, self._where)
+        self._rows_seen += n
 
         ops = self._ops(batch, keys) if layout.has_op else np.full(n, OP_INSERT, dtype=np.int8)
         commit_ts = self._commit_ts(batch, keys)
@@ -239,18 +263,14 @@ class ChangeBatchBuilder:
         if values.null_count:
             row = int(np.flatnonzero(values.is_null().to_numpy(zero_copy_only=False))[0])
             raise ContractError(name, None, keys.describe(row), "a row change needs its commit ts")
-        if self.layout.commit_ts_is_timestamp:
-            micros = values.cast(pa.int64()).to_numpy()
-            millis = np.floor_divide(micros, 1000)
-            bad = np.flatnonzero(millis < 0)
-            if len(bad):
-                raise ContractError(name, values[int(bad[0])].as_py(), keys.describe(int(bad[0])),
-                                    "a commit timestamp before 1970 has no TSO")
-            return (millis.astype(np.uint64) << np.uint64(18))
-        tso = values.to_numpy()
-        bad = np.flatnonzero(tso <= 0)
+        tso = commit_tso(values, self.layout.commit_ts_is_timestamp)
+        bad = np.flatnonzero(tso < 0 if self.layout.commit_ts_is_timestamp else tso <= 0)
         if len(bad):
-            raise ContractError(name, int(tso[bad[0]]), keys.describe(int(bad[0])),
+            row = int(bad[0])
+            if self.layout.commit_ts_is_timestamp:
+                raise ContractError(name, values[row].as_py(), keys.describe(row),
+                                    "a commit timestamp before 1970 has no TSO")
+            raise ContractError(name, int(tso[row]), keys.describe(row),
                                 "a TiDB TSO is a positive 64-bit number (physical ms << 18 | logical)")
         return tso.astype(np.uint64)
 

@@ -54,15 +54,18 @@ class TiCDCDataSource(DataSource):
         own = {k: v for k, v in self.options.items() if str(k).lower() not in SPARK_OWN_OPTIONS}
         if not own:
             raise ConfigError("protocol", None, NO_OPTIONS_HELP)
-        plan = WritePlan.for_schema(parse_options(self.options), schema, job_id)
-        check_brokers(plan.config)
-        return plan
+        return WritePlan.for_schema(parse_options(self.options), schema, job_id)
 
     def writer(self, schema, overwrite: bool) -> "TiCDCBatchWriter":
         if overwrite:
             raise ConfigError("mode", "overwrite", "a change feed can only be appended: use mode('append')")
         # A batch write is one job (also inside foreachBatch): its transactions get names of their own.
-        return TiCDCBatchWriter(self._plan(schema, job_id=uuid.uuid4().hex))
+        plan = self._plan(schema, job_id=uuid.uuid4().hex)
+        # Once, before any task: tasks would each wait out broker-timeout-ms, and their retries again.
+        # (Not in streamWriter: pyspark builds one for every commit and abort too, where the task's own
+        # error must stay the one reported.)
+        check_brokers(plan.config)
+        return TiCDCBatchWriter(plan)
 
     def streamWriter(self, schema, overwrite: bool):
         if overwrite:
