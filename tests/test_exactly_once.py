@@ -38,6 +38,12 @@ SCHEMA = T.StructType([
     T.StructField("name", T.StringType()),
 ])
 BASE_TS = 450_000_000_000_000_000
+# Known bug (README, Known limits): when an operator before the sink fails in the middle of a task, pyspark
+# ends the writer's input as if it were complete, so the failed attempt commits its rows and its batch
+# marker, and the retry skips the rest of the partition. Strict: these fail loudly once it is fixed.
+UPSTREAM_FAILURE_LOSS = pytest.mark.xfail(strict=True, reason=(
+    "exactly-once loses the rest of a partition when an operator upstream of the sink fails mid-task: "
+    "pyspark hands the writer a cleanly ended input, so the failed attempt commits its marker"))
 ABORT_ISOLATION_GAP = ("the broker shows aborted transactional messages to read_committed consumers "
                        "(Tansu's known gap); this check runs on real Kafka in the integration suite")
 
@@ -58,10 +64,10 @@ def record_batches(ids, size: int = 50) -> list[pa.RecordBatch]:
             for i in range(0, len(data), size)]
 
 
-def row_ids(bootstrap: str, topic: str) -> list[int]:
-    """Ids of the row events a read_committed consumer sees."""
+def row_ids(bootstrap: str, topic: str, expect: int) -> list[int]:
+    """Ids of the row events a read_committed consumer sees, once at least ``expect`` messages arrived."""
     decoder = decoder_for("canal-json")
-    return [e.columns["id"] for m in read_messages(bootstrap, topic, idle_seconds=3)
+    return [e.columns["id"] for m in read_messages(bootstrap, topic, idle_seconds=2, expect=expect)
             for e in decoder.decode(m.key(), m.value()) if isinstance(e, RowEvent)]
 
 
@@ -74,9 +80,9 @@ def committed_marker(bootstrap: str, group: str, partition: int = 0,
         consumer.close()
 
 
-def watermarks(bootstrap: str, topic: str) -> list[int]:
+def watermarks(bootstrap: str, topic: str, expect: int) -> list[int]:
     decoder = decoder_for("canal-json")
-    return [e.ts for m in read_messages(bootstrap, topic, idle_seconds=2)
+    return [e.ts for m in read_messages(bootstrap, topic, idle_seconds=2, expect=expect)
             for e in decoder.decode(m.key(), m.value()) if isinstance(e, WatermarkEvent)]
 
 
@@ -108,7 +114,7 @@ def test_a_replayed_batch_is_skipped_and_the_next_one_written(broker, topic):
     assert replay.max_commit_ts == BASE_TS + 100 and replay.topics == first.topics
 
     plan.write(record_batches(range(101, 111)), a_query(plan, 6, query_id=query))
-    assert sorted(row_ids(broker.bootstrap_servers, topic)) == list(range(1, 111))
+    assert sorted(row_ids(broker.bootstrap_servers, topic, 110)) == list(range(1, 111))
     assert committed_marker(broker.bootstrap_servers, group) == 7
 
 
@@ -116,7 +122,7 @@ def test_a_new_query_with_the_same_prefix_does_not_read_the_old_markers(broker, 
     plan = plan_for(broker, topic, **{"transactional-id-prefix": f"orders-{uuid.uuid4().hex[:8]}"})
     plan.write(record_batches(range(1, 11)), a_query(plan, 0, query_id=str(uuid.uuid4())))
     second = plan.write(record_batches(range(11, 21)), a_query(plan, 0, query_id=str(uuid.uuid4())))
-    assert not second.replayed and sorted(row_ids(broker.bootstrap_servers, topic)) == list(range(1, 21))
+    assert not second.replayed and sorted(row_ids(broker.bootstrap_servers, topic, 20)) == list(range(1, 21))
 
 
 def test_the_driver_sends_a_batchs_control_events_once(broker, topic):
@@ -125,7 +131,8 @@ def test_the_driver_sends_a_batchs_control_events_once(broker, topic):
     report = plan.write(record_batches(range(1, 11)), a_query(plan, 3, query_id=query))
     assert plan.commit([report]) == BASE_TS + 10
     plan.commit([report])  # the driver crashed after sending: the replay sends nothing
-    assert watermarks(broker.bootstrap_servers, topic) == [BASE_TS + 10] * report.topics[topic]
+    assert watermarks(broker.bootstrap_servers, topic, 10 + report.topics[topic]) == \
+        [BASE_TS + 10] * report.topics[topic]
 
 
 @pytest.mark.parametrize("delivery", ["exactly-once", "at-least-once"])
@@ -138,7 +145,7 @@ def test_watermarks_never_go_backwards(broker, topic, delivery):
     # pyspark makes a new writer for every commit: nothing is remembered in memory.
     assert plan_for(broker, topic, delivery=delivery).commit([high]) == BASE_TS + 59
     assert plan_for(broker, topic, delivery=delivery).commit([low]) == BASE_TS + 59
-    assert set(watermarks(broker.bootstrap_servers, topic)) == {BASE_TS + 59}
+    assert set(watermarks(broker.bootstrap_servers, topic, 14)) == {BASE_TS + 59}
 
 
 def test_abort_fences_a_failed_partition_of_a_batch_write(broker, topic):
@@ -184,6 +191,54 @@ def test_a_task_outliving_its_transaction_fails_and_says_how_to_fix_it(broker, t
 
     with pytest.raises(TaskTimeoutError, match=r"longer than task-timeout-ms=1500.*Raise task-timeout-ms"):
         plan.write(slow_batches(), a_query(plan, 0, query_id=str(uuid.uuid4())))
+
+
+class _TransactionCalls:
+    """Wraps a producer and records its transaction calls, passing everything through."""
+
+    def __init__(self, producer, calls: list[str]):
+        self._producer, self._calls = producer, calls
+
+    def __getattr__(self, name):
+        attribute = getattr(self._producer, name)
+        if not name.endswith("_transaction"):
+            return attribute
+
+        def call(*args, **kwargs):
+            self._calls.append(name)
+            return attribute(*args, **kwargs)
+        return call
+
+
+def test_a_task_failing_after_it_sent_rows_aborts_and_its_retry_loses_nothing(broker, topic, monkeypatch,
+                                                                              hides_aborted_transactions):
+    import ticdc_sink.writer as writer_module
+
+    calls: list[str] = []
+
+    class Recorded(TransactionalOutput):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self._producer = _TransactionCalls(self._producer, calls)
+
+    monkeypatch.setattr(writer_module, "TransactionalOutput", Recorded)
+    plan = plan_for(broker, topic)
+    task = a_query(plan, 0, query_id=str(uuid.uuid4()))
+
+    def failing_batches():
+        yield from record_batches(range(1, 101))  # sent inside the transaction
+        raise RuntimeError("the task dies here")
+
+    with pytest.raises(RuntimeError, match="the task dies here"):
+        plan.write(failing_batches(), task)
+    assert calls == ["begin_transaction", "abort_transaction"], calls  # never committed, no marker sent
+    retry = plan.write(record_batches(range(1, 201)), task)
+    assert not retry.replayed and retry.messages == 200
+    ids = row_ids(broker.bootstrap_servers, topic, 200)
+    assert set(ids) == set(range(1, 201))
+    if not hides_aborted_transactions:
+        pytest.skip("abort called and no loss checked; the read_committed view is not: " + ABORT_ISOLATION_GAP)
+    assert sorted(ids) == list(range(1, 201))
 
 
 def test_at_least_once_needs_no_transactions(broker, topic):
@@ -248,13 +303,13 @@ def test_restart_after_a_micro_batch_failed_between_partitions(spark, broker, to
     first = run_stream(spark, tmp_path / "feed", tmp_path / "chk", sink,
                        keep=fault(str(flag), partition=1, delay=4.0))
     assert first.exception() is not None and "injected failure" in str(first.exception())
-    before_restart = row_ids(broker.bootstrap_servers, topic)
+    before_restart = row_ids(broker.bootstrap_servers, topic, 1)
     assert 0 < len(before_restart) < 40  # partition 0 of batch 0 is in Kafka, partition 1 is not
 
     flag.unlink()
     second = run_stream(spark, tmp_path / "feed", tmp_path / "chk", sink)
     assert second.exception() is None
-    ids = row_ids(broker.bootstrap_servers, topic)
+    ids = row_ids(broker.bootstrap_servers, topic, 60)
     assert set(ids) == set(range(1, 61))
     if delivery == "exactly-once":
         assert sorted(ids) == list(range(1, 61))  # the replay skipped the committed partition
@@ -262,11 +317,9 @@ def test_restart_after_a_micro_batch_failed_between_partitions(spark, broker, to
         assert len(ids) >= 60
 
 
-@pytest.mark.parametrize("delivery", ["exactly-once", "at-least-once"])
+@pytest.mark.parametrize("delivery", [pytest.param("exactly-once", marks=UPSTREAM_FAILURE_LOSS), "at-least-once"])
 def test_a_task_retried_inside_a_batch(spark, broker, topic, tmp_path, delivery, hides_aborted_transactions):
-    """The first attempt raises in the middle of its partition; Spark retries it (local[2,3])."""
-    if delivery == "exactly-once" and not hides_aborted_transactions:
-        pytest.skip(ABORT_ISOLATION_GAP)
+    """The first attempt raises in the middle of its partition, after it sent rows; Spark retries it (local[2,3])."""
     flag = tmp_path / "failing"
     flag.touch()
     spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "100")
@@ -279,13 +332,18 @@ def test_a_task_retried_inside_a_batch(spark, broker, topic, tmp_path, delivery,
             **options(broker.bootstrap_servers, topic, delivery=delivery)).save()
     finally:
         spark.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")
-    ids = row_ids(broker.bootstrap_servers, topic)
-    assert set(ids) == set(range(1, 2001))
-    if delivery == "exactly-once":
-        assert len(ids) == 2000
-    else:
-        repeated = [i for i, n in collections.Counter(ids).items() if n > 1]
+    ids = row_ids(broker.bootstrap_servers, topic, 2000)
+    assert set(ids) == set(range(1, 2001))  # no loss
+    counts = collections.Counter(ids)
+    repeated = sorted(i for i, n in counts.items() if n > 1)
+    # The only extra rows are the failed attempt's, sent before it failed at id 1500, each once more.
+    assert all(i < 1500 and counts[i] == 2 for i in repeated), repeated[-5:]
+    if delivery == "at-least-once":
         assert repeated, "the first attempt sent rows before it failed, so some must repeat"
+    elif hides_aborted_transactions:
+        assert not repeated, "the failed attempt's transaction must be aborted, not committed"
+    else:
+        pytest.skip("no loss checked; the duplicate check is not: " + ABORT_ISOLATION_GAP)
 
 
 @pytest.mark.parametrize("delivery", ["exactly-once", "at-least-once"])
@@ -312,9 +370,11 @@ def test_broker_gone_in_the_middle_of_a_batch(spark, broker, topic, tmp_path, de
             assert second.exception() is None
         finally:
             spark.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")
-    ids = row_ids(broker.bootstrap_servers, topic)
+    ids = row_ids(broker.bootstrap_servers, topic, 500)
     assert set(ids) == set(range(1, 501))  # no row lost
-    if delivery == "exactly-once" and hides_aborted_transactions:
+    if delivery == "exactly-once":
+        if not hides_aborted_transactions:
+            pytest.skip("no loss checked; the duplicate check is not: " + ABORT_ISOLATION_GAP)
         assert len(ids) == 500
 
 
@@ -341,7 +401,7 @@ def test_batch_writes_with_one_transactional_prefix_are_separate_jobs(spark, bro
     sink = options(broker.bootstrap_servers, topic, **{"transactional-id-prefix": f"orders-{uuid.uuid4().hex[:8]}"})
     for ids in (range(1, 11), range(11, 21)):
         spark.createDataFrame(rows(ids), SCHEMA).write.format("ticdc").mode("append").options(**sink).save()
-    assert sorted(row_ids(broker.bootstrap_servers, topic)) == list(range(1, 21))
+    assert sorted(row_ids(broker.bootstrap_servers, topic, 20)) == list(range(1, 21))
 
 
 def test_batch_writes_inside_foreach_batch_are_jobs_of_their_own(spark, broker, topic, tmp_path):
@@ -358,5 +418,51 @@ def test_batch_writes_inside_foreach_batch_are_jobs_of_their_own(spark, broker, 
         .option("checkpointLocation", str(tmp_path / "chk")).trigger(availableNow=True).start()
     query.awaitTermination(180)
     assert query.exception() is None
-    assert sorted(row_ids(broker.bootstrap_servers, topic)) == list(range(1, 21))
-    assert max(watermarks(broker.bootstrap_servers, topic)) == BASE_TS + 20
+    assert sorted(row_ids(broker.bootstrap_servers, topic, 20)) == list(range(1, 21))
+    assert max(watermarks(broker.bootstrap_servers, topic, 20)) == BASE_TS + 20
+
+
+CHAIN = T.StructType([T.StructField("_op", T.StringType()), T.StructField("_commit_ts", T.LongType()),
+                      T.StructField("id", T.IntegerType()), T.StructField("v", T.IntegerType())])
+STEPS = ["INSERT", "UPDATE", "UPDATE", "DELETE"]  # micro-batch 0 has steps 0 and 1, micro-batch 1 steps 2 and 3
+
+
+@pytest.mark.parametrize("delivery", [pytest.param("exactly-once", marks=UPSTREAM_FAILURE_LOSS), "at-least-once"])
+def test_each_keys_chain_in_topic_order_across_arrow_batches_micro_batches_and_retries(
+        spark, broker, topic, tmp_path, delivery, hides_aborted_transactions):
+    keys = 20
+    for batch in (0, 1):
+        steps = (2 * batch, 2 * batch + 1)
+        changes = [{"_op": STEPS[step], "_commit_ts": BASE_TS + step * keys + key, "id": key, "v": step}
+                   for step in steps for key in range(keys)]
+        spark.createDataFrame(changes, CHAIN).coalesce(1).write.parquet(str(tmp_path / "feed" / f"b={batch}"))
+    flag = tmp_path / "failing"
+    flag.touch()  # the first attempt of each micro-batch's task fails at id 15, after two Arrow batches were sent
+    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "7")
+    try:
+        stream = spark.readStream.schema(CHAIN).option("maxFilesPerTrigger", 1) \
+            .option("recursiveFileLookup", "true").parquet(str(tmp_path / "feed")) \
+            .filter(fault(str(flag), attempt=0, at_id=15)(F.col("id")))
+        query = stream.writeStream.format("ticdc").options(**options(broker.bootstrap_servers, topic, delivery=delivery)) \
+            .option("checkpointLocation", str(tmp_path / "chk")).trigger(availableNow=True).start()
+        query.awaitTermination(180)
+    finally:
+        spark.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")
+    assert query.exception() is None
+    decoder = decoder_for("canal-json")
+    chains: dict[int, list[int]] = {}
+    for message in read_messages(broker.bootstrap_servers, topic, idle_seconds=2, expect=4 * keys):
+        for event in decoder.decode(message.key(), message.value()):
+            if isinstance(event, RowEvent):
+                chains.setdefault(event.columns["id"], []).append(event.columns["v"])
+    for key, chain in chains.items():
+        assert sorted(set(chain)) == [0, 1, 2, 3], (key, chain)  # no loss
+        # A later micro-batch's change never comes before an earlier one's; within a micro-batch only a
+        # retry's re-send may go back, and then the chain carries on in order.
+        for i, earlier in enumerate(chain):
+            assert all(earlier // 2 == later // 2 for later in chain[i + 1:] if later < earlier), (key, chain)
+        assert chain[-4:] == [0, 1, 2, 3] or chain[-2:] == [2, 3], (key, chain)
+    if delivery == "exactly-once":
+        if not hides_aborted_transactions:
+            pytest.skip("order and no loss checked; the exact chain is not: " + ABORT_ISOLATION_GAP)
+        assert chains == {key: [0, 1, 2, 3] for key in range(keys)}

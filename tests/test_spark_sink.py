@@ -41,11 +41,15 @@ def sink_options(broker, topic: str, **extra) -> dict:
             "database": "shop", "table": "orders", "primary-key": "id", "broker-timeout-ms": "10000", **extra}
 
 
-def decoded(broker, topic: str, idle: float = 3.0) -> list[tuple[int, object]]:
-    """(partition, event) for every message of the topic, in partition order."""
+def decoded(broker, topic: str, expect: int, idle: float = 1.0) -> list[tuple[int, object]]:
+    """(partition, event) for every message of the topic, in partition order.
+
+    Reads until ``expect`` messages arrived, then until ``idle`` seconds pass without more.
+    """
     decoder = decoder_for("canal-json")
-    return [(m.partition(), e) for m in read_messages(broker.bootstrap_servers, topic, idle_seconds=idle)
-            for e in decoder.decode(m.key(), m.value())]
+    messages = read_messages(broker.bootstrap_servers, topic, idle_seconds=idle, expect=expect)
+    assert len(messages) == expect, f"{len(messages)} message(s) in {topic}, expected {expect}"
+    return [(m.partition(), e) for m in messages for e in decoder.decode(m.key(), m.value())]
 
 
 def write_batch(spark, rows, options, schema=CHANGES, partitions=2):
@@ -57,7 +61,7 @@ def test_batch_write_found_by_name_round_trips(spark, broker, topic):
     rows = [row(i, ts=i) for i in range(1, 41)]
     write_batch(spark, rows, sink_options(broker, topic, **{"enable-tidb-extension": "true",
                                                             "partition": "index-value"}))
-    events = decoded(broker, topic)
+    events = decoded(broker, topic, expect=40 + 3)  # the rows and a watermark per partition
     dml = [(p, e) for p, e in events if isinstance(e, RowEvent)]
     assert sorted(e.columns["id"] for _, e in dml) == list(range(1, 41))
     first = next(e for _, e in dml if e.columns["id"] == 7)
@@ -71,7 +75,7 @@ def test_batch_write_found_by_name_round_trips(spark, broker, topic):
         assert sum(isinstance(e, WatermarkEvent) for e in in_partition) == 1
     # The same key always lands on the same partition.
     write_batch(spark, [row(7, name="again", ts=100)], sink_options(broker, topic, partition="index-value"))
-    sevens = {p for p, e in decoded(broker, topic) if isinstance(e, RowEvent) and e.columns["id"] == 7}
+    sevens = {p for p, e in decoded(broker, topic, expect=44) if isinstance(e, RowEvent) and e.columns["id"] == 7}
     assert len(sevens) == 1
 
 
@@ -82,7 +86,7 @@ def test_register_is_safe_where_spark_already_found_the_source(spark, broker, to
     ticdc_sink.register(spark)
     ticdc_sink.register(spark)
     write_batch(spark, [row(1)], sink_options(broker, topic), partitions=1)
-    assert [e.columns["id"] for _, e in decoded(broker, topic)] == [1]
+    assert [e.columns["id"] for _, e in decoded(broker, topic, expect=1)] == [1]
 
 
 def test_streaming_micro_batches_with_updates_deletes_and_ddl(spark, broker, topic, tmp_path):
@@ -109,7 +113,7 @@ def test_streaming_micro_batches_with_updates_deletes_and_ddl(spark, broker, top
     assert query.exception() is None
     assert [p["numInputRows"] for p in query.recentProgress if p["numInputRows"]] == [5, 2, 2]
 
-    events = decoded(broker, topic)
+    events = decoded(broker, topic, expect=8 + 1 + 3 * 2)  # rows, the DDL, a watermark per partition and batch
     rows = [e for _, e in events if isinstance(e, RowEvent)]
     assert sorted((e.type, e.columns["id"]) for e in rows) == sorted(
         [("INSERT", i) for i in range(1, 7)] + [("UPDATE", 1), ("DELETE", 2)])
@@ -136,7 +140,7 @@ def test_sql_temporary_view_and_insert_with_options(spark, broker, topic):
     spark.sql("DROP TABLE IF EXISTS ticdc_target")
     spark.sql("CREATE TABLE ticdc_target (id INT, name STRING) USING ticdc")
     spark.sql(f"INSERT INTO ticdc_target WITH ({quoted}) SELECT 2 AS id, 'b' AS name")
-    got = sorted((e.columns["id"], e.columns["name"]) for _, e in decoded(broker, topic))
+    got = sorted((e.columns["id"], e.columns["name"]) for _, e in decoded(broker, topic, expect=2))
     assert got == [(1, "a"), (2, "b")]
 
 
@@ -146,7 +150,7 @@ def test_insert_with_options_into_a_view_are_not_seen_by_the_sink(spark, broker,
     quoted = ", ".join(f"'{k}'='{v}'" for k, v in options.items())
     spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW ticdc_with (id INT, name STRING) USING ticdc OPTIONS ({quoted})")
     spark.sql(f"INSERT INTO ticdc_with WITH ('topic'='{topic}-with', 'table'='other') SELECT 1 AS id, 'a' AS name")
-    [(_, event)] = decoded(broker, topic)
+    [(_, event)] = decoded(broker, topic, expect=1)
     assert event.table == "orders"  # the view's options, not the statement's
     assert not read_messages(broker.bootstrap_servers, f"{topic}-with", idle_seconds=1)
 
@@ -172,10 +176,11 @@ def test_a_bad_option_fails_before_any_task_and_names_it(spark, broker, topic):
 
 def test_a_batch_with_one_bad_row_marks_nothing_done(spark, broker, topic):
     rows = [row(i, ts=i) for i in range(1, 5)] + [row(99, op="MERGE", ts=50)]
-    with pytest.raises(PySparkException, match=r"column '_op': value 'MERGE' in row \{id=99\}"):
+    with pytest.raises(PySparkException,
+                       match=r"column '_op': value 'MERGE' in row \{id=99\} \(position \d+ in Spark partition 0\)"):
         write_batch(spark, rows, sink_options(broker, topic, **{"enable-tidb-extension": "true"}), partitions=1)
     # The task failed before anything was produced and the driver committed nothing: no watermark.
-    assert not any(isinstance(e, WatermarkEvent) for _, e in decoded(broker, topic, idle=1.0))
+    assert not any(isinstance(e, WatermarkEvent) for _, e in decoded(broker, topic, expect=0, idle=2.0))
 
 
 def test_unreachable_broker_fails_the_task_in_bounded_time_naming_the_brokers(spark, topic):
@@ -211,7 +216,7 @@ def test_per_row_tables_route_to_their_topics(spark, broker, topic):
                "topic": f"{topic}_{{schema}}_{{table}}", "primary-key": "id"}
     write_batch(spark, rows, options, schema=schema)
     for shard in (0, 1):
-        events = [e for _, e in decoded(broker, f"{topic}_db_shard_{shard}")]
+        events = [e for _, e in decoded(broker, f"{topic}_db_shard_{shard}", expect=3)]
         assert sorted(e.columns["id"] for e in events) == [i for i in range(6) if i % 2 == shard]
         assert {e.table for e in events} == {f"shard_{shard}"}
 
@@ -239,7 +244,7 @@ def test_row_writer_of_pyspark_4_0_feeds_the_same_pipeline(broker, topic):
     rows = [Row(**{**row(i, ts=i), "seen": local_seen}) for i in range(1, 4)]
     report = writer.write(iter(rows))
     writer.commit([report], batchId=0)
-    events = decoded(broker, topic)
+    events = decoded(broker, topic, expect=3 + 3)  # the rows and a watermark on each of the 3 partitions
     assert sorted(e.columns["id"] for _, e in events if isinstance(e, RowEvent)) == [1, 2, 3]
     assert {e.columns["seen"] for _, e in events if isinstance(e, RowEvent)} == {dt.datetime(2024, 5, 1, 10, 0, 3)}
     assert report.rows == 3 and report.max_commit_ts == BASE_TS + 3
@@ -251,5 +256,5 @@ def test_emit_ddl_sends_one_event_to_partition_zero(broker, topic):
 
     emit_ddl(sink_options(broker, topic), "CREATE TABLE orders (id INT PRIMARY KEY)", database="shop",
              table="orders", commit_ts=BASE_TS)
-    assert [(p, e) for p, e in decoded(broker, topic)] == [
+    assert [(p, e) for p, e in decoded(broker, topic, expect=1)] == [
         (0, DDLEvent("shop", "orders", "CREATE TABLE orders (id INT PRIMARY KEY)", "CREATE", None))]
