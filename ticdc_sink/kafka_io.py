@@ -77,13 +77,18 @@ def client_settings(settings: dict[str, object]) -> dict[str, object]:
     return {**{k: v for k, v in settings.items() if _is_client_setting(k)}, "logger": LIBRDKAFKA_LOG}
 
 
-def existing_partition_count(config: SinkConfig, topic: str) -> int | None:
-    """The partitions of ``topic`` on the brokers, or None when it does not exist (yet)."""
+def _cluster_metadata(config: SinkConfig):
+    """The brokers' topic metadata, from a short-lived admin client; one clear error if they are away."""
     admin = AdminClient(client_settings(producer_settings(config)))
     try:
-        metadata = admin.list_topics(timeout=config.broker_timeout_ms / 1000).topics.get(topic)
+        return admin.list_topics(timeout=config.broker_timeout_ms / 1000)
     except KafkaException as e:
         raise DeliveryError(_unreachable(config, e.args[0])) from None
+
+
+def existing_partition_count(config: SinkConfig, topic: str) -> int | None:
+    """The partitions of ``topic`` on the brokers, or None when it does not exist (yet)."""
+    metadata = _cluster_metadata(config).topics.get(topic)
     return len(metadata.partitions) if metadata is not None and metadata.error is None and metadata.partitions \
         else None
 
@@ -93,11 +98,7 @@ def check_brokers(config: SinkConfig) -> None:
 
     Without this check every task attempt and then ``abort()`` would wait out the timeout in turn.
     """
-    admin = AdminClient(client_settings(producer_settings(config)))
-    try:
-        admin.list_topics(timeout=config.broker_timeout_ms / 1000)
-    except KafkaException as e:
-        raise DeliveryError(_unreachable(config, e.args[0])) from None
+    _cluster_metadata(config)
 
 
 def _unreachable(config: SinkConfig, error) -> str:
