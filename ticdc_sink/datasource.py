@@ -127,7 +127,7 @@ def _log_abort(plan: WritePlan, messages, what: str) -> None:
                     "running the write again sends them again", what, written)
     elif plan.config.delivery == "exactly-once":
         log.warning("ticdc sink: %s aborted; %d row(s) of Spark partitions that committed stay in Kafka, and "
-                    "the replay of the micro-batch skips them", what, written)
+                    "the replay of the micro-batch keeps them and discards its own copy", what, written)
     else:
         log.warning("ticdc sink: %s aborted; %d row(s) of Spark partitions that succeeded are in Kafka, and "
                     "the replay of the micro-batch sends them again (at-least-once)", what, written)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from confluent_kafka import KafkaError, KafkaException, Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 from .codec.base import EncodedRows
 from .config import SinkConfig
@@ -138,6 +138,10 @@ class KafkaOutput:
             partitions = partitions_if_created or self.config.partition_num
             self._partition_counts[topic] = self._lookup_or_create(topic, partitions)
         return self._partition_counts[topic]
+
+    def forget_partition_count(self, topic: str) -> None:
+        """Look ``topic`` up again next time (its partitions changed)."""
+        self._partition_counts.pop(topic, None)
 
     def _metadata(self):
         # All topics: asking for one by name lets some brokers auto-create it with their defaults.
@@ -286,23 +290,39 @@ class KafkaOutput:
 class Marker:
     """What a consumer group of the sink recorded on the marker topic.
 
-    Partition 0's offset is the last committed batch id + 1; partition 1's offset
-    is the last watermark sent (a TSO fits in an offset).
+    Partition 0's offset is the last committed batch id + 1; partition 1's is the
+    last watermark sent (the driver's group; a TSO fits in an offset); partition
+    2's is how many input rows the task that committed the batch had read (the
+    tasks' groups), which tells a complete earlier attempt from one whose input
+    Spark cut short.
     """
 
     batch_id: int | None = None
     watermark: int = 0
+    input_rows: int | None = None
 
 
-_MARKER_BATCH, _MARKER_WATERMARK = 0, 1
+_MARKER_BATCH, _MARKER_WATERMARK, _MARKER_INPUT_ROWS = 0, 1, 2
+_MARKER_PARTITIONS = 3
 
 
 def _marker_partitions(output: "KafkaOutput") -> None:
+    """Make sure the marker topic exists with its partitions (growing one made by an older version)."""
     topic = output.config.marker_topic
-    count = output.partition_count(topic, partitions_if_created=2)
-    if count < 2:
-        raise ConfigError("marker-topic", topic, f"the marker topic needs 2 partitions and has {count}: "
-                                                 "name a new marker-topic and the sink creates it")
+    count = output.partition_count(topic, partitions_if_created=_MARKER_PARTITIONS)
+    if count >= _MARKER_PARTITIONS:
+        return
+    admin = AdminClient(output.client_settings)
+    future = admin.create_partitions([NewPartitions(topic, _MARKER_PARTITIONS)],
+                                     request_timeout=output.config.broker_timeout_ms / 1000)[topic]
+    try:
+        future.result()
+    except KafkaException as e:
+        raise ConfigError("marker-topic", topic, f"the marker topic has {count} partitions, needs "
+                                                 f"{_MARKER_PARTITIONS} and could not grow ({e.args[0].str()}): "
+                                                 "name a new marker-topic and the sink creates it") from None
+    output.forget_partition_count(topic)
+    log.info("grew the marker topic %s to %d partitions", topic, _MARKER_PARTITIONS)
 
 
 def _marker_consumer(output: "KafkaOutput", group: str):
@@ -317,24 +337,29 @@ def _read_marker(output: "KafkaOutput", consumer, group: str) -> Marker:
 
     topic, timeout = output.config.marker_topic, output.config.broker_timeout_ms / 1000
     try:
-        batch, watermark = consumer.committed(
-            [TopicPartition(topic, _MARKER_BATCH), TopicPartition(topic, _MARKER_WATERMARK)], timeout=timeout)
+        batch, watermark, input_rows = consumer.committed(
+            [TopicPartition(topic, p) for p in (_MARKER_BATCH, _MARKER_WATERMARK, _MARKER_INPUT_ROWS)],
+            timeout=timeout)
     except KafkaException as e:
         raise DeliveryError(f"cannot read the marker of {group!r} from {output.config.bootstrap_servers}: "
                             f"{e.args[0].str()}") from None
-    for partition in (batch, watermark):
+    for partition in (batch, watermark, input_rows):
         if partition.error is not None:
             raise DeliveryError(f"cannot read the marker of {group!r} from {output.config.bootstrap_servers}: "
                                 f"{partition.error.str()}")
-    return Marker(batch.offset - 1 if batch.offset >= 0 else None, max(watermark.offset, 0))
+    return Marker(batch.offset - 1 if batch.offset >= 0 else None, max(watermark.offset, 0),
+                  input_rows.offset if input_rows.offset >= 0 else None)
 
 
-def _marker_offsets(config: SinkConfig, batch_id: int, watermark: int | None) -> list:
+def _marker_offsets(config: SinkConfig, batch_id: int, watermark: int | None = None,
+                    input_rows: int | None = None) -> list:
     from confluent_kafka import TopicPartition
 
     offsets = [TopicPartition(config.marker_topic, _MARKER_BATCH, batch_id + 1)]
     if watermark:
         offsets.append(TopicPartition(config.marker_topic, _MARKER_WATERMARK, watermark))
+    if input_rows is not None:
+        offsets.append(TopicPartition(config.marker_topic, _MARKER_INPUT_ROWS, input_rows))
     return offsets
 
 
@@ -364,10 +389,10 @@ class TransactionalOutput(KafkaOutput):
     """A producer whose messages become visible all at once, with a record of what it committed.
 
     Every transaction also commits the offsets of a consumer group of the sink
-    (the marker group) on the marker topic: the batch id + 1 and the watermark.
-    A later attempt with the same ``transactional.id`` first fences the earlier
-    one (its open transaction is aborted), then reads that marker to learn
-    which batch it already committed.
+    (the marker group) on the marker topic: the batch id + 1 with the watermark
+    (the driver) or the number of input rows (a task).  A later attempt with the
+    same ``transactional.id`` first fences the earlier one (its open transaction
+    is aborted), then reads that marker to learn what was committed before it.
     """
 
     def __init__(self, config: SinkConfig, transactional_id: str, marker_group: str):
@@ -412,14 +437,19 @@ class TransactionalOutput(KafkaOutput):
                 "transaction.max.timeout.ms) or give the query more, smaller partitions"
             )
 
-    def commit(self, batch_id: int, watermark: int | None = None) -> None:
-        """Commit every produced message together with the marker of ``batch_id`` (and the watermark)."""
+    def commit(self, batch_id: int, watermark: int | None = None, input_rows: int | None = None) -> None:
+        """Commit every produced message together with the marker of ``batch_id`` (and its watermark or rows)."""
         self.flush()
         self.check_deadline()
         self._transaction_call("send_offsets_to_transaction", self._producer.send_offsets_to_transaction,
-                               _marker_offsets(self.config, batch_id, watermark), self._group_metadata,
-                               self._timeout)
+                               _marker_offsets(self.config, batch_id, watermark, input_rows),
+                               self._group_metadata, self._timeout)
         self._transaction_call("commit_transaction", self._producer.commit_transaction, self._timeout)
+        self._open = False
+
+    def discard(self) -> None:
+        """Abort the open transaction on purpose: none of its messages becomes visible."""
+        self._transaction_call("abort_transaction", self._producer.abort_transaction, self._timeout)
         self._open = False
 
     def close(self) -> None:

@@ -45,9 +45,19 @@ class TaskReport(WriterCommitMessage):
     topics: dict[str, int] = field(default_factory=dict)  # topic -> partition count
     ddls: list[DDLChange] = field(default_factory=list)
     identity: TaskIdentity | None = None  # None outside Spark (at-least-once only)
-    replayed: bool = False  # the partition had committed this batch already: nothing was sent again
+    input_rows: int = 0  # every row the task read, DDL rows included
+    replayed: bool = False  # an earlier attempt had committed this batch whole: nothing new became visible
+    repeated_rows: int | None = None  # an earlier attempt, cut short, had committed this many input rows
     unsorted: bool = False  # some Arrow batch started below the commit ts of an earlier one
     spans: dict[tuple[str, int], Span] = field(default_factory=dict)  # what went into each Kafka partition
+
+    def repeat_note(self) -> str:
+        """What consumers see twice because an earlier attempt of this task was cut short."""
+        where = f"Spark partition {self.identity.partition}" if self.identity else "a task"
+        return (f"{where}: an earlier attempt committed {self.repeated_rows} of its {self.input_rows} input rows "
+                "before an operator ahead of the sink failed and Spark retried it; this attempt committed all "
+                f"{self.input_rows}, so read-committed consumers see up to {self.repeated_rows} rows twice (no row "
+                "is lost)")
 
 
 @dataclass(frozen=True)
@@ -132,33 +142,60 @@ class WritePlan:
         config = self.config
         task = task or TaskIdentity.current(config, self.job_id)
         report = TaskReport(identity=task)
-        if config.delivery == "at-least-once":
-            output = KafkaOutput(config)
-            try:
-                ts_spans = self._send(batches, report, output, produce=True)
-                output.flush()
-            finally:
-                output.close()
-            report.spans = task_spans(ts_spans, output.offsets)
+        if config.delivery == "exactly-once":
+            if task is None:
+                raise RuntimeError("exactly-once writes run in Spark tasks, or with a TaskIdentity")
+            self._write_in_a_transaction(batches, report, task)
             return report
-        if task is None:
-            raise RuntimeError("exactly-once writes run in Spark tasks, or with a TaskIdentity")
-        output = TransactionalOutput(config, task.transactional_id, task.marker_group)
+        output = KafkaOutput(config)
         try:
-            committed = output.start().batch_id
-            report.replayed = committed is not None and committed >= task.batch_id
-            if report.replayed:
-                log.info("ticdc sink: %s committed batch %d already; replaying it sends nothing",
-                         task.transactional_id, task.batch_id)
-            else:
-                output.begin()
-            ts_spans = self._send(batches, report, output, produce=not report.replayed)
-            if not report.replayed:
-                output.commit(task.batch_id)
+            ts_spans = self._send(batches, report, output, produce=True)
+            output.flush()
         finally:
             output.close()
         report.spans = task_spans(ts_spans, output.offsets)
         return report
+
+    def _write_in_a_transaction(self, batches: Iterable[pa.RecordBatch], report: TaskReport,
+                                task: TaskIdentity) -> None:
+        """Send the task's rows in one transaction and commit it with the batch id and the input row count.
+
+        An attempt cannot tell from its input whether Spark will count it: when an
+        operator before the sink fails, pyspark ends the writer's input as if it
+        were complete.  So a marker of this batch left by an earlier attempt is
+        trusted only as far as it can be checked: an earlier attempt that read at
+        least as many input rows covered this one (Spark's replays give a
+        partition the same rows, so this one is either the same or itself cut
+        short), and this attempt's copy is discarded; one that read fewer was cut
+        short, and this attempt commits every row, so the rows of that earlier
+        attempt appear twice but none is lost.
+        """
+        output = TransactionalOutput(self.config, task.transactional_id, task.marker_group)
+        try:
+            earlier = output.start()
+            if earlier.batch_id is not None and earlier.batch_id > task.batch_id:
+                # Spark ran a later batch, so it had counted this one whole: send nothing.
+                self._send(batches, report, output, produce=False)
+                report.replayed = True
+                return
+            output.begin()
+            ts_spans = self._send(batches, report, output, produce=True)
+            same_batch = earlier.batch_id == task.batch_id
+            if same_batch and earlier.input_rows is not None and earlier.input_rows >= report.input_rows:
+                # The earlier attempt covered this one (which, with fewer rows, was cut short itself).
+                output.discard()
+                report.replayed, report.messages = True, 0
+                log.info("ticdc sink: %s had committed batch %d from %d input rows already; this attempt read %d "
+                         "and its copy is discarded", task.transactional_id, task.batch_id, earlier.input_rows,
+                         report.input_rows)
+                return
+            if same_batch:  # the earlier attempt was cut short (or, without a count, may have been)
+                report.repeated_rows = report.input_rows if earlier.input_rows is None else earlier.input_rows
+                log.warning("ticdc sink: %s", report.repeat_note())
+            output.commit(task.batch_id, input_rows=report.input_rows)
+        finally:
+            output.close()
+        report.spans = task_spans(ts_spans, output.offsets)
 
     def _send(self, batches: Iterable[pa.RecordBatch], report: TaskReport, output: KafkaOutput,
               produce: bool) -> dict[tuple[str, int], list[int]]:
@@ -175,6 +212,7 @@ class WritePlan:
         started, next_progress = time.monotonic(), PROGRESS_EVERY_ROWS
         ts_spans: dict[tuple[str, int], list[int]] = {}
         for record_batch in batches:
+            report.input_rows += record_batch.num_rows
             changes, ddls = builder.build(record_batch)
             for ddl in ddls:
                 encoder.encode_ddl(ddl)  # a bad _ddl_type fails this task, before the batch commits
@@ -225,6 +263,9 @@ class WritePlan:
         task_of = {id(r): r.identity.partition if r.identity else i for i, r in enumerate(reports)}
         check_order(self.config, {task_of[id(r)]: r.spans for r in reports}, what,
                     [task_of[id(r)] for r in reports if r.unsorted])
+        for r in reports:
+            if r.repeated_rows is not None:
+                log.warning("ticdc sink: in %s, %s", what, r.repeat_note())
         return emit_control_events(self.config, self.layout, ddls, topics, watermark, driver)
 
     def abort(self, reports: list[TaskReport | None]) -> None:
