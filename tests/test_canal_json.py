@@ -2,9 +2,8 @@
 
 The expected messages are golden files in ``golden/canal-json/``: the protocol
 document's examples and the renderings TiCDC's source decides, one message per
-file; its README says where each comes from and what was adjusted.  Only
-``ts`` (the moment of encoding) of DDL and watermark events is replaced before
-comparing.
+file; its README says where each comes from and what was adjusted.  The
+encoder's clock is fixed at each example's ``ts`` (the moment of encoding).
 """
 
 from __future__ import annotations
@@ -12,7 +11,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
-import re
 from decimal import Decimal
 from pathlib import Path
 
@@ -24,7 +22,10 @@ from changefeed import build, schema
 from ticdc_sink.codec import decoder_for, encoder_for
 from ticdc_sink.codec.base import DDLEvent, RowEvent, WatermarkEvent
 from ticdc_sink.ddl import DDLChange, classify
+from ticdc_sink.dispatch import Routing
 from ticdc_sink.errors import ContractError, MessageTooLargeError
+from ticdc_sink.messages import BROADCAST
+from ticdc_sink.writer import check_message_sizes
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "canal-json"
 BUILD_MS = 1639633142960
@@ -37,15 +38,10 @@ def golden(name: str) -> bytes:
     return (GOLDEN / name).read_bytes()
 
 
-def with_ts(message: str, ts: int) -> str:
-    """DDL and watermark events take ``ts`` from the clock; put the golden's moment in its place."""
-    return re.sub(r',"ts":\d+,', f',"ts":{ts},', message, count=1)
-
-
 def encode(spark_schema, rows, **options) -> list[str]:
     config, layout, changes, _ = build(spark_schema, rows, **options)
-    encoder = encoder_for(config, layout.table)
-    return encoder.encode_values(changes, build_ms=BUILD_MS).to_pylist()
+    encoder = encoder_for(config, layout.table, clock=lambda: BUILD_MS)
+    return encoder.encode_values(changes).to_pylist()
 
 
 def decode(message: str):
@@ -224,53 +220,62 @@ def test_strings_are_escaped_as_go_does():
     assert decode(message)[0].columns["t"] == 'a"b\\c<d>&\x01\u2028é\t'
 
 
-def control_encoder(**options):
+def control_encoder(clock_ms: int = 1, **options):
     config, layout, _, _ = build(schema(("a", T.StringType())), [], database="d", table="t", **options)
-    return encoder_for(config, layout.table)
+    return encoder_for(config, layout.table, clock=lambda: clock_ms)
+
+
+def only_value(messages) -> str:
+    [value] = messages.values.to_pylist()
+    return value
 
 
 def test_ddl_event_matches_the_spec_example():
     ddl = DDLChange("test", "", "drop database if exists test", DOC_COMMIT_TS, classify("drop database if exists test"))
-    event = control_encoder(enable_tidb_extension="true").encode_ddl(ddl)
-    assert event.partition == 0 and event.key is None
-    assert with_ts(event.value, 1639633095489).encode() == golden("ddl.json")
-    [decoded] = decode(event.value)
+    event = control_encoder(1639633095489, enable_tidb_extension="true").encode_ddl(ddl, None, "t")
+    assert event.topics == ["t"] and event.partitions.tolist() == [0] and event.keys is None
+    assert only_value(event).encode() == golden("ddl.json")
+    [decoded] = decode(only_value(event))
     assert decoded == DDLEvent("test", "", "drop database if exists test", "QUERY", DOC_COMMIT_TS)
 
 
 def test_ddl_event_without_extension_has_no_tidb_field():
     ddl = DDLChange("test", "orders", "ALTER TABLE orders ADD COLUMN c INT", 5 << 18,
                     classify("ALTER TABLE orders ADD COLUMN c INT"))
-    value = control_encoder().encode_ddl(ddl).value
-    assert with_ts(value, 1) == ('{"id":0,"database":"test","table":"orders","pkNames":null,"isDdl":true,'
-                                 '"type":"ALTER","es":5,"ts":1,"sql":"ALTER TABLE orders ADD COLUMN c INT",'
-                                 '"sqlType":null,"mysqlType":null,"data":null,"old":null}')
+    assert only_value(control_encoder().encode_ddl(ddl, None, "t")) == (
+        '{"id":0,"database":"test","table":"orders","pkNames":null,"isDdl":true,'
+        '"type":"ALTER","es":5,"ts":1,"sql":"ALTER TABLE orders ADD COLUMN c INT",'
+        '"sqlType":null,"mysqlType":null,"data":null,"old":null}')
 
 
-def test_ddl_type_override_is_checked():
+def test_ddl_type_override_is_checked_on_executors_and_on_the_driver():
     ddl = DDLChange("d", "t", "do something", 1 << 18, "unknown", type_override="bogus")
     with pytest.raises(ContractError, match="CREATE, ALTER"):
-        control_encoder().encode_ddl(ddl)
+        control_encoder().check_ddl(ddl)
+    with pytest.raises(ContractError, match="CREATE, ALTER"):
+        control_encoder().encode_ddl(ddl, None, "t")
 
 
 def test_watermark_matches_the_spec_example():
-    event = control_encoder(enable_tidb_extension="true").encode_watermark(DOC_COMMIT_TS)
-    assert event.partition is None  # every partition
-    assert with_ts(event.value, 1640007050284).encode() == golden("watermark.json")
-    assert decode(event.value) == [WatermarkEvent(DOC_COMMIT_TS)]
+    event = control_encoder(1640007050284, enable_tidb_extension="true").encode_watermark(DOC_COMMIT_TS, ["a", "b"])
+    assert event.topics == ["a", "b"] and event.partitions.tolist() == [BROADCAST, BROADCAST]
+    assert [v.encode() for v in event.values.to_pylist()] == [golden("watermark.json")] * 2
+    assert decode(event.values[0].as_py()) == [WatermarkEvent(DOC_COMMIT_TS)]
 
 
 def test_no_watermark_without_the_extension():
-    assert control_encoder().encode_watermark(DOC_COMMIT_TS) is None
+    assert control_encoder().encode_watermark(DOC_COMMIT_TS, ["t"]) is None
 
 
 def test_a_message_over_max_message_bytes_is_refused_with_the_row_key():
     config, layout, changes, _ = build(schema(("id", T.IntegerType(), False), ("t", T.StringType())),
-                                       [{"id": 7, "t": "x" * 500}], database="d", table="t", primary_key="id",
-                                       max_message_bytes="300")
-    encoder = encoder_for(config, layout.table)
-    with pytest.raises(MessageTooLargeError, match=r"\{id=7\}.*max-message-bytes=300"):
-        encoder.encode_rows(changes, ["t"], np.zeros(1, "int32"), np.zeros(1, "int32"))
+                                       [{"id": 6, "t": "x"}, {"id": 7, "t": "x" * 500}], database="d", table="t",
+                                       primary_key="id", max_message_bytes="300")
+    routing = Routing(["t"], np.zeros(2, "int32"), np.zeros(2, "int32"), {"t": 1})
+    messages = encoder_for(config, layout.table).encode_rows(changes, routing)
+    with pytest.raises(MessageTooLargeError, match=r"message of row \{id=7\}.*of table d\.t is \d+ bytes, over "
+                                                   r"max-message-bytes=300"):
+        check_message_sizes(config, messages, changes)
 
 
 # -- value renderings of one type each, against goldens derived from the reference

@@ -28,6 +28,7 @@ from ticdc_sink.codec.base import RowEvent, WatermarkEvent
 from ticdc_sink.config import parse_options
 from ticdc_sink.errors import DeliveryError, TaskTimeoutError
 from ticdc_sink.kafka_io import TransactionalOutput, read_messages
+from ticdc_sink.messages import Messages
 from ticdc_sink.writer import TaskIdentity, TaskReport, WritePlan, arrow_schema_of
 
 pytestmark = [pytest.mark.broker]
@@ -217,7 +218,7 @@ def test_abort_fences_a_failed_partition_of_a_batch_write(broker, topic):
     zombie = TransactionalOutput(plan.config, failed.transactional_id, failed.marker_group)
     zombie.start()
     zombie.begin()
-    zombie.produce(topic, 0, None, b"left open by a killed task")
+    zombie.produce(Messages.one(topic, 0, None, b"left open by a killed task"))
     try:
         plan.abort([None])  # no task succeeded: the names come from the job
         with pytest.raises(DeliveryError, match="taken over by a newer attempt"):
@@ -232,7 +233,7 @@ def test_a_new_attempt_fences_the_old_one(broker, topic):
     zombie = TransactionalOutput(config, task.transactional_id, task.marker_group)
     zombie.start()
     zombie.begin()
-    zombie.produce(topic, 0, None, b"from the zombie")
+    zombie.produce(Messages.one(topic, 0, None, b"from the zombie"))
     retry = TransactionalOutput(config, task.transactional_id, task.marker_group)
     try:
         assert retry.start().batch_id is None

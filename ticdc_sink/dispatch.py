@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import re
 import zlib
+from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 import pyarrow as pa
@@ -62,6 +64,30 @@ class TopicRouter:
         names = [self.topic_for(*pair.split("\x00")) for pair in distinct.to_pylist()]
         codes = pc.index_in(pairs, value_set=distinct).to_numpy(zero_copy_only=False).astype(np.int32)
         return names, codes
+
+
+@dataclass(frozen=True)
+class Routing:
+    """Where each row of a batch goes, computed before encoding so that batching codecs pack per partition."""
+
+    topics: list[str]
+    topic_of_row: np.ndarray  # int32 index into ``topics``
+    partition_of_row: np.ndarray  # int32
+    partition_counts: dict[str, int]  # every topic of the batch
+
+    @property
+    def topic_of_message(self) -> np.ndarray | None:
+        """``topic_of_row`` for one message per row; None when the batch has one topic."""
+        return self.topic_of_row if len(self.topics) > 1 else None
+
+
+def route(batch: ChangeBatch, router: TopicRouter, dispatcher: "PartitionDispatcher",
+          partition_count: Callable[[str], int]) -> Routing:
+    """The topic and partition of every row of ``batch``."""
+    topics, topic_of_row = router.topics(batch)
+    counts = np.array([partition_count(t) for t in topics], dtype=np.uint64)
+    partition_of_row = (dispatcher.routing_values(batch) % counts[topic_of_row]).astype(np.int32)
+    return Routing(topics, topic_of_row, partition_of_row, dict(zip(topics, counts.tolist())))
 
 
 class PartitionDispatcher:

@@ -19,9 +19,9 @@ from typing import Iterator
 from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
-from .codec.base import EncodedRows
 from .config import SinkConfig
 from .errors import ConfigError, DeliveryError, TaskTimeoutError
+from .messages import Messages
 
 log = logging.getLogger(__name__)
 _POLL_EVERY = 1000
@@ -190,22 +190,14 @@ class KafkaOutput:
 
     # -- producing
 
-    def produce(self, topic: str, partition: int, key: bytes | None, value: bytes | str) -> None:
-        while True:
-            try:
-                self._producer.produce(topic, value, key, partition=partition, on_delivery=self._on_delivery)
-                self._pending += 1
-                break
-            except BufferError:
-                self._wait_for_room()
-        self._producer.poll(0)
-
-    def produce_rows(self, rows: EncodedRows) -> int:
-        """Produce a batch's messages in one tight loop; returns how many."""
+    def produce(self, messages: Messages) -> int:
+        """Produce messages in one tight loop, BROADCAST ones to every partition; returns how many."""
+        messages = messages.without_broadcast(self.partition_count)
         produce, poll, on_delivery = self._producer.produce, self._producer.poll, self._on_delivery
-        topics, topic_of, keys = rows.topics, rows.topic_of_message, rows.keys
+        topics, topic_of = messages.topics, messages.topic_of_message
         single_topic = topics[0] if topic_of is None else None
-        for i, (value, partition) in enumerate(zip(rows.values, rows.partitions)):
+        keys = messages.keys.to_pylist() if messages.keys is not None else None
+        for i, (value, partition) in enumerate(zip(messages.values.to_pylist(), messages.partitions.tolist())):
             topic = single_topic or topics[topic_of[i]]
             key = keys[i] if keys is not None else None
             while True:
@@ -216,8 +208,8 @@ class KafkaOutput:
                     self._wait_for_room()
             if i % _POLL_EVERY == 0:
                 poll(0)  # serve delivery reports now and then, not after every message
-        self._pending += len(rows)
-        return len(rows)
+        self._pending += len(messages)
+        return len(messages)
 
     def _wait_for_room(self) -> None:
         """The local queue is full: serve delivery reports until there is room."""
@@ -274,16 +266,6 @@ class KafkaOutput:
         """Drop what is unsent (a failed task) without waiting; Producer has no other close."""
         self._producer.purge()
         self._producer.flush(0)
-
-    def __enter__(self) -> "KafkaOutput":
-        return self
-
-    def __exit__(self, exc_type, exc, tb) -> None:
-        try:
-            if exc_type is None:
-                self.flush()
-        finally:
-            self.close()
 
 
 @dataclass(frozen=True)

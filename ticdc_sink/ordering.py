@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from .changes import InputLayout, canonical_values, commit_tso
 from .config import SinkConfig, parse_options
-from .dispatch import PartitionDispatcher
+from .dispatch import PartitionDispatcher, Routing
 from .errors import ConfigError, TiCDCSinkError
 
 log = logging.getLogger(__name__)
@@ -193,10 +193,10 @@ def check_order(config: SinkConfig, spans_by_task: Mapping[int, Mapping[tuple[st
     log.warning(message)
 
 
-def add_batch_spans(ts_spans: dict[tuple[str, int], list[int]], topics: list[str], topic_of_row: np.ndarray,
-                    partition_of_row: np.ndarray, commit_ts: np.ndarray) -> None:
+def add_batch_spans(ts_spans: dict[tuple[str, int], list[int]], routing: Routing, commit_ts: np.ndarray) -> None:
     """Widen ``ts_spans`` ((topic, partition) -> [min ts, max ts]) by a batch sorted by commit ts."""
-    where = topic_of_row.astype(np.int64) << 32 | partition_of_row.astype(np.int64)
+    topics = routing.topics
+    where = routing.topic_of_row.astype(np.int64) << 32 | routing.partition_of_row.astype(np.int64)
     keys, first = np.unique(where, return_index=True)
     _, from_end = np.unique(where[::-1], return_index=True)
     last = len(where) - 1 - from_end

@@ -16,16 +16,17 @@ import time
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
-import numpy as np
 import pyarrow as pa
 from pyspark.sql.datasource import WriterCommitMessage
 
-from .changes import ChangeBatchBuilder, InputLayout
+from .changes import ChangeBatch, ChangeBatchBuilder, InputLayout
 from .codec import encoder_for
 from .config import SinkConfig
 from .ddl import DDLChange, classify
-from .dispatch import PartitionDispatcher, TopicRouter
+from .dispatch import PartitionDispatcher, TopicRouter, route
+from .errors import MessageTooLargeError
 from .kafka_io import KafkaOutput, TransactionalOutput, read_marker, write_marker
+from .messages import Messages
 from .mysql_types import now_tso
 from .ordering import Span, add_batch_spans, check_order, task_spans
 
@@ -215,7 +216,7 @@ class WritePlan:
             report.input_rows += record_batch.num_rows
             changes, ddls = builder.build(record_batch)
             for ddl in ddls:
-                encoder.encode_ddl(ddl)  # a bad _ddl_type fails this task, before the batch commits
+                encoder.check_ddl(ddl)  # a bad _ddl_type fails this task, before the batch commits
             report.ddls.extend(ddls)
             if changes is None or changes.num_rows == 0:
                 continue
@@ -225,14 +226,13 @@ class WritePlan:
                             "partition; rows are sorted within each batch only. Sort the DataFrame with "
                             "sortWithinPartitions(%r) to keep each key's changes in order",
                             config.commit_ts_column)
-            topics, topic_of_row = router.topics(changes)
-            counts = np.array([output.partition_count(t) for t in topics], dtype=np.uint64)
-            report.topics.update(zip(topics, counts.tolist()))
+            routing = route(changes, router, dispatcher, output.partition_count)
+            report.topics.update(routing.partition_counts)
             if produce:
-                partition_of_row = (dispatcher.routing_values(changes) % counts[topic_of_row]).astype(np.int32)
-                report.messages += output.produce_rows(
-                    encoder.encode_rows(changes, topics, topic_of_row, partition_of_row))
-                add_batch_spans(ts_spans, topics, topic_of_row, partition_of_row, changes.commit_ts)
+                messages = encoder.encode_rows(changes, routing)
+                check_message_sizes(config, messages, changes)
+                report.messages += output.produce(messages)
+                add_batch_spans(ts_spans, routing, changes.commit_ts)
             report.rows += changes.num_rows
             report.max_commit_ts = max(report.max_commit_ts, changes.max_commit_ts)
             if deadline_check is not None:
@@ -242,6 +242,10 @@ class WritePlan:
                 log.info("ticdc sink: %d rows encoded (%.0f rows/s), %d acknowledged",
                          report.rows, report.rows / max(elapsed, 1e-9), output.delivered)
                 next_progress += PROGRESS_EVERY_ROWS
+        pending = encoder.finish() if produce else None
+        if pending is not None:
+            check_message_sizes(config, pending, None)
+            report.messages += output.produce(pending)
         if report.ddls:
             report.max_commit_ts = max(report.max_commit_ts, max(d.commit_ts for d in report.ddls))
         return ts_spans
@@ -305,6 +309,23 @@ class WritePlan:
                 return
 
 
+def check_message_sizes(config: SinkConfig, messages: Messages, batch: ChangeBatch | None) -> None:
+    """Refuse a message over ``max-message-bytes`` (TiCDC's ErrMessageTooLarge), naming its row."""
+    oversized = messages.first_oversized(config.max_message_bytes)
+    if oversized is None:
+        return
+    index, size = oversized
+    if batch is not None and messages.rows is not None:
+        row = int(messages.rows[index])
+        what = (f"row {batch.row_key(row)} of table {batch.databases[row].as_py()}."
+                f"{batch.tables[row].as_py()}")
+    else:
+        what = "the last rows of the task"
+    raise MessageTooLargeError(
+        f"the {config.protocol} message of {what} is {size} bytes, over max-message-bytes="
+        f"{config.max_message_bytes}; raise max-message-bytes (and the topic's max.message.bytes)")
+
+
 def emit_control_events(config: SinkConfig, layout: InputLayout | None, ddls: list[DDLChange],
                         topics: dict[str, int], watermark: int, driver: TaskIdentity | None = None) -> int:
     """Send DDL events (each protocol's partitioning) and then watermarks to every partition.
@@ -332,25 +353,21 @@ def emit_control_events(config: SinkConfig, layout: InputLayout | None, ddls: li
             marker = read_marker(output, driver.marker_group)
         if marker is not None:
             watermark = max(watermark, marker.watermark)  # never backwards
-        watermark_event = encoder.encode_watermark(watermark) if watermark else None
-        if not ddls and (watermark_event is None or not topics):
+        topics = dict(topics)
+        events = []
+        for ddl in ddls:
+            topic = router.topic_for_ddl(ddl.database, ddl.table)
+            topics.setdefault(topic, output.partition_count(topic))
+            events.append(encoder.encode_ddl(ddl, layout.table if layout else None, topic))
+        if watermark and topics:
+            events.append(encoder.encode_watermark(watermark, sorted(topics)))
+        events = [e for e in events if e is not None]
+        if not events:
             return watermark
         if transactional:
             output.begin()
-        topics = dict(topics)
-        for ddl in ddls:
-            event = encoder.encode_ddl(ddl)
-            if event is None:
-                continue
-            topic = router.topic_for_ddl(ddl.database, ddl.table)
-            count = topics.setdefault(topic, output.partition_count(topic))
-            targets = range(count) if event.partition is None else [event.partition]
-            for partition in targets:
-                output.produce(topic, partition, event.key, event.value)
-        if watermark_event is not None:
-            for topic, count in sorted(topics.items()):
-                for partition in range(count):
-                    output.produce(topic, partition, watermark_event.key, watermark_event.value)
+        for event in events:
+            output.produce(event)
         if transactional:
             output.commit(driver.batch_id, watermark)
         else:

@@ -2,35 +2,36 @@
 
 from __future__ import annotations
 
-from ..config import PROTOCOLS, SinkConfig
-from ..errors import ConfigError
+from typing import Any, Callable
+
+from ..config import IMPLEMENTED_PROTOCOLS, SinkConfig, parse_protocol
 from ..mysql_types import TableSchema
-from .base import Decoder, DDLEvent, Encoded, EncodedRows, Encoder, RowEvent, WatermarkEvent
+from .base import Decoder, DDLEvent, Encoder, RowEvent, WatermarkEvent, wall_clock_ms
 from .canal_json import CanalJSONDecoder, CanalJSONEncoder
 
 _CODECS: dict[str, tuple[type[Encoder], type[Decoder]]] = {
     "canal-json": (CanalJSONEncoder, CanalJSONDecoder),
 }
 
-IMPLEMENTED_PROTOCOLS = tuple(p for p in PROTOCOLS if p in _CODECS)
-
 
 def _codec(protocol: str) -> tuple[type[Encoder], type[Decoder]]:
-    if protocol not in _CODECS:
-        raise ConfigError("protocol", protocol,
-                          f"not available in this version; available: {', '.join(IMPLEMENTED_PROTOCOLS)}")
-    return _CODECS[protocol]
+    return _CODECS[parse_protocol(protocol)]
 
 
-def encoder_for(config: SinkConfig, table: TableSchema) -> Encoder:
-    return _codec(config.protocol)[0](config, table)
+def encoder_for(config: SinkConfig, table: TableSchema | None, *, clock: Callable[[], int] = wall_clock_ms,
+                registry: Any = None) -> Encoder:
+    """The encoder of ``config.protocol`` for ``table`` (None: control events only)."""
+    return _codec(config.protocol)[0](config, table, clock=clock, registry=registry)
 
 
-def decoder_for(protocol: str) -> Decoder:
-    return _codec(protocol)[1]()
+def decoder_for(config: SinkConfig | str) -> Decoder:
+    """The decoder of a sink's config, or of a protocol by name with its default settings."""
+    if isinstance(config, str):
+        return _codec(config)[1]()
+    return _codec(config.protocol)[1](config)
 
 
 __all__ = [
-    "Decoder", "DDLEvent", "Encoded", "EncodedRows", "Encoder", "RowEvent", "WatermarkEvent",
+    "Decoder", "DDLEvent", "Encoder", "RowEvent", "WatermarkEvent",
     "encoder_for", "decoder_for", "IMPLEMENTED_PROTOCOLS",
 ]

@@ -2,77 +2,54 @@
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
-
-import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
+from typing import Any, Callable
 
 from ..changes import ChangeBatch
 from ..config import SinkConfig
 from ..ddl import DDLChange
-from ..errors import MessageTooLargeError
+from ..dispatch import Routing
+from ..messages import Messages
 from ..mysql_types import TableSchema
 
-# TiCDC's per-message overhead in its size check (common/message.go MaxRecordOverhead).
-MESSAGE_OVERHEAD = 36
 
-
-@dataclass
-class EncodedRows:
-    """The messages of a batch of rows, column-wise: the producer walks them in one tight loop."""
-
-    topics: list[str]
-    topic_of_message: np.ndarray | None  # index into ``topics`` per message; None: all go to topics[0]
-    partitions: list[int]
-    keys: list[bytes] | None  # None: no keys
-    values: list[str | bytes]
-
-    def __len__(self) -> int:
-        return len(self.values)
-
-
-class Encoded(NamedTuple):
-    """Key and value of a control event; ``partition`` None means every partition."""
-
-    key: bytes | None
-    value: bytes | str
-    partition: int | None
+def wall_clock_ms() -> int:
+    """Milliseconds since the epoch: the build time codecs stamp on messages (Canal ``ts``, ...)."""
+    return int(time.time() * 1000)
 
 
 class Encoder(ABC):
-    """Turns ChangeBatches and control events into Kafka messages of one protocol."""
+    """Turns ChangeBatches and control events into Kafka messages of one protocol.
 
-    def __init__(self, config: SinkConfig, table: TableSchema | None):
-        self.config, self.table = config, table
+    An encoder lives for one task and may keep state across batches (``finish``
+    sends what is pending).  Building one does no I/O, so the driver builds one to
+    check options; the clock and the schema-registry client are handed in.
+    """
 
-    @abstractmethod
-    def encode_rows(self, batch: ChangeBatch, topics: list[str], topic_of_row: np.ndarray,
-                    partition_of_row: np.ndarray) -> EncodedRows:
-        """The messages of a batch, in commit-ts order within each partition."""
-
-    @abstractmethod
-    def encode_ddl(self, ddl: DDLChange) -> Encoded | None:
-        """The DDL event, or None when the protocol sends none."""
+    def __init__(self, config: SinkConfig, table: TableSchema | None, *,
+                 clock: Callable[[], int] = wall_clock_ms, registry: Any = None):
+        self.config, self.table, self.clock, self.registry = config, table, clock, registry
 
     @abstractmethod
-    def encode_watermark(self, ts: int) -> Encoded | None:
-        """The watermark (resolved ts) event, or None when the protocol sends none."""
+    def encode_rows(self, batch: ChangeBatch, routing: Routing) -> Messages:
+        """The messages of a batch, in commit-ts order within each partition; ``rows`` set per message."""
 
-    def check_sizes(self, batch: ChangeBatch, values: pa.Array, key_length: int = 0) -> None:
-        """Refuse rows whose message exceeds ``max-message-bytes`` (TiCDC's ErrMessageTooLarge)."""
-        limit = self.config.max_message_bytes
-        lengths = pc.binary_length(values).to_numpy(zero_copy_only=False) + (key_length + MESSAGE_OVERHEAD)
-        too_big = np.flatnonzero(lengths > limit)
-        if len(too_big):
-            row = int(too_big[0])
-            raise MessageTooLargeError(
-                f"the {self.config.protocol} message of row {batch.row_key(row)} of table "
-                f"{batch.databases[row].as_py()}.{batch.tables[row].as_py()} is {int(lengths[row])} bytes, "
-                f"over max-message-bytes={limit}; raise max-message-bytes (and the topic's max.message.bytes)"
-            )
+    def finish(self) -> Messages | None:
+        """What is still pending at the end of the task (a protocol that packs rows into frames)."""
+        return None
+
+    def check_ddl(self, ddl: DDLChange) -> None:
+        """Refuse, on the executor, a DDL row that ``encode_ddl`` would refuse on the driver."""
+
+    def encode_ddl(self, ddl: DDLChange, table: TableSchema | None, topic: str) -> Messages | None:
+        """The DDL event for ``topic`` (``table``: the schema the writing table has), or None to send none."""
+        return None
+
+    def encode_watermark(self, ts: int, topics: list[str]) -> Messages | None:
+        """The watermark (resolved ts) events for every partition of ``topics``, or None to send none."""
+        return None
 
 
 @dataclass
@@ -105,6 +82,9 @@ class WatermarkEvent:
 
 class Decoder(ABC):
     """Turns one Kafka message of a protocol back into events."""
+
+    def __init__(self, config: SinkConfig | None = None):
+        self.config = config
 
     @abstractmethod
     def decode(self, key: bytes | None, value: bytes) -> list[RowEvent | DDLEvent | WatermarkEvent]:

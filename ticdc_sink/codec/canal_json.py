@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import time
 from decimal import Decimal
 from typing import Any
 
@@ -25,10 +24,12 @@ import pyarrow.compute as pc
 from ..changes import OP_INSERT, OP_UPDATE, ChangeBatch
 from ..config import SinkConfig
 from ..ddl import CANAL_DDL_TYPES, DDLChange, canal_ddl_type
+from ..dispatch import Routing
 from ..errors import ContractError
+from ..messages import Messages
 from ..mysql_types import Column, TableSchema
 from ..render import json_fragments, latin1_json_fragments, quote_json, quote_json_array, value_text
-from .base import Decoder, DDLEvent, Encoded, EncodedRows, Encoder, RowEvent, WatermarkEvent
+from .base import Decoder, DDLEvent, Encoder, RowEvent, WatermarkEvent
 
 # java.sql.Types codes (TiCDC common/java.go).
 JAVA_CHAR, JAVA_DECIMAL, JAVA_INTEGER, JAVA_SMALLINT, JAVA_REAL, JAVA_DOUBLE = 1, 3, 4, 5, 7, 8
@@ -63,8 +64,8 @@ def java_sql_type(column: Column) -> int:
 class CanalJSONEncoder(Encoder):
     """Canal-JSON messages for one table shape, built a batch at a time."""
 
-    def __init__(self, config: SinkConfig, table: TableSchema | None):
-        super().__init__(config, table)
+    def __init__(self, config: SinkConfig, table: TableSchema | None, **context):
+        super().__init__(config, table, **context)
         if table is None:  # control events only (emit_ddl)
             return
         self._quoted_names = [quote_json(c.name) for c in table.columns]
@@ -77,10 +78,10 @@ class CanalJSONEncoder(Encoder):
 
     # -- rows
 
-    def encode_values(self, batch: ChangeBatch, build_ms: int | None = None) -> pa.Array:
+    def encode_values(self, batch: ChangeBatch) -> pa.Array:
         """One Canal-JSON document per row of the batch, as a string array."""
         config = self.config
-        build_ms = int(time.time() * 1000) if build_ms is None else build_ms
+        build_ms = self.clock()
         columns = self.table.columns
         new_frags = [self._fragments(batch.columns[c.name], c) for c in columns]
 
@@ -114,12 +115,10 @@ class CanalJSONEncoder(Encoder):
         parts.append("}")
         return _concat(parts, batch.num_rows)
 
-    def encode_rows(self, batch: ChangeBatch, topics: list[str], topic_of_row: np.ndarray,
-                    partition_of_row: np.ndarray) -> EncodedRows:
-        values = self.encode_values(batch)
-        self.check_sizes(batch, values)
-        return EncodedRows(topics, topic_of_row if len(topics) > 1 else None, partition_of_row.tolist(), None,
-                           values.to_pylist())
+    def encode_rows(self, batch: ChangeBatch, routing: Routing) -> Messages:
+        """One message per row, without a key."""
+        return Messages(routing.topics, routing.topic_of_message, routing.partition_of_row, None,
+                        self.encode_values(batch), np.arange(batch.num_rows))
 
     def _fragments(self, values: pa.Array, column: Column) -> pa.Array:
         """The JSON value of each row of a column: a quoted string, or ``null``."""
@@ -173,27 +172,36 @@ class CanalJSONEncoder(Encoder):
         text = (
             f'{{"id":0,"database":{quote_json(database)},"table":{quote_json(table)},"pkNames":null,'
             f'"isDdl":{"true" if is_ddl else "false"},"type":{quote_json(event_type)},'
-            f'"es":{es_ts >> 18},"ts":{int(time.time() * 1000)},"sql":{quote_json(query)},'
+            f'"es":{es_ts >> 18},"ts":{self.clock()},"sql":{quote_json(query)},'
             f'"sqlType":null,"mysqlType":null,"data":null,"old":null'
         )
         if extension is not None:
             text += f',"_tidb":{{{extension}}}'
         return text + "}"
 
-    def encode_ddl(self, ddl: DDLChange) -> Encoded:
+    def check_ddl(self, ddl: DDLChange) -> None:
+        self._ddl_type(ddl)
+
+    def _ddl_type(self, ddl: DDLChange) -> str:
         event_type = ddl.type_override.upper() if ddl.type_override else canal_ddl_type(ddl.action)
         if event_type not in CANAL_DDL_TYPES:
             raise ContractError(self.config.ddl_type_column, ddl.type_override, f"DDL {ddl.query!r}",
                                 f"a Canal DDL type is one of {', '.join(CANAL_DDL_TYPES)}")
-        extension = f'"commitTs":{ddl.commit_ts}' if self.config.enable_tidb_extension else None
-        value = self._control(ddl.database, ddl.table, True, event_type, ddl.commit_ts, ddl.query, extension)
-        return Encoded(None, value, 0)
+        return event_type
 
-    def encode_watermark(self, ts: int) -> Encoded | None:
+    def encode_ddl(self, ddl: DDLChange, table: TableSchema | None, topic: str) -> Messages:
+        """Partition 0 of the topic, as TiCDC sends Canal DDL."""
+        extension = f'"commitTs":{ddl.commit_ts}' if self.config.enable_tidb_extension else None
+        value = self._control(ddl.database, ddl.table, True, self._ddl_type(ddl), ddl.commit_ts, ddl.query,
+                              extension)
+        return Messages.one(topic, 0, None, value)
+
+    def encode_watermark(self, ts: int, topics: list[str]) -> Messages | None:
+        """TIDB_WATERMARK to every partition, with ``enable-tidb-extension`` only."""
         if not self.config.enable_tidb_extension:
             return None
         value = self._control("", "", False, "TIDB_WATERMARK", ts, "", f'"watermarkTs":{ts}')
-        return Encoded(None, value, None)
+        return Messages.to_every_partition(topics, None, value)
 
 
 def _concat(parts: list, length: int) -> pa.Array:
