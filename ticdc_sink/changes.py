@@ -22,7 +22,8 @@ import pyarrow.compute as pc
 from .config import SinkConfig, require_table_names
 from .ddl import SCHEMA_LEVEL_ACTIONS, DDLChange, classify
 from .errors import ConfigError, ContractError, TiCDCSinkError
-from .mysql_types import INTEGER_KINDS, STRING_KINDS, Column, TableSchema, build_table_schema, now_tso
+from .mysql_types import (INTEGER_KINDS, STRING_KINDS, TSO_LOGICAL_BITS, Column, TableSchema, build_table_schema,
+                          now_tso)
 
 OP_INSERT, OP_UPDATE, OP_DELETE, OP_DDL = 1, 2, 3, 4
 _OP_SPELLINGS = ["INSERT", "I", "C", "UPDATE", "U", "DELETE", "D", "DDL"]
@@ -179,7 +180,7 @@ def commit_tso(values: pa.Array, is_timestamp: bool) -> np.ndarray:
     if not is_timestamp:
         return pc.fill_null(values, 0).to_numpy()
     millis = np.floor_divide(pc.fill_null(values.cast(pa.int64()), 0).to_numpy(), 1000)
-    return np.where(millis < 0, -1, millis << 18)
+    return np.where(millis < 0, -1, millis << TSO_LOGICAL_BITS)
 
 
 class ChangeBatchBuilder:
@@ -628,7 +629,7 @@ def _duration(values: pa.Array, fsp: int) -> pa.Array:
 
 def _json(values: pa.Array) -> pa.Array:
     """JSON columns as TiDB's JSON text, from JSON strings or from Spark arrays, maps and structs."""
-    from .render import tidb_json_text, tidb_json_texts
+    from .tidb_json import tidb_json_text, tidb_json_texts
 
     present = values.drop_null().to_pylist()
     if pa.types.is_string(values.type) or pa.types.is_large_string(values.type):

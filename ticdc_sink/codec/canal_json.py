@@ -27,9 +27,11 @@ from ..ddl import CANAL_DDL_TYPES, DDLChange, canal_ddl_type
 from ..dispatch import Routing
 from ..errors import ContractError
 from ..messages import Messages
-from ..mysql_types import Column, TableSchema
-from ..render import json_fragments, latin1_json_fragments, quote_json, quote_json_array, value_text
+from ..mysql_types import TSO_LOGICAL_BITS, Column, TableSchema, tso_physical_ms
+from ..render import value_text
 from .base import Decoder, DDLEvent, Encoder, RowEvent, WatermarkEvent
+from .json_text import (changed_members_object, concat, json_fragments, latin1_json_fragments, object_parts,
+                        quote_json, quoted_names_of)
 
 # java.sql.Types codes (TiCDC common/java.go).
 JAVA_CHAR, JAVA_DECIMAL, JAVA_INTEGER, JAVA_SMALLINT, JAVA_REAL, JAVA_DOUBLE = 1, 3, 4, 5, 7, 8
@@ -100,20 +102,20 @@ class CanalJSONEncoder(Encoder):
             old_json = pc.replace_with_mask(pa.repeat(pa.scalar("null"), batch.num_rows), pa.array(is_update),
                                             old_doc)
 
-        es = pa.array(batch.commit_ts >> np.uint64(18)).cast(pa.string())
+        es = pa.array(batch.commit_ts >> np.uint64(TSO_LOGICAL_BITS)).cast(pa.string())
         parts: list[Any] = [
-            '{"id":0,"database":', _quoted_names_of(batch.databases),
-            ',"table":', _quoted_names_of(batch.tables),
+            '{"id":0,"database":', quoted_names_of(batch.databases),
+            ',"table":', quoted_names_of(batch.tables),
             f',"pkNames":{self._pk_names},"isDdl":false,"type":', type_json,
             ',"es":', es,
             f',"ts":{build_ms},"sql":"","sqlType":', *self._sql_type_parts(batch),
             f',"mysqlType":{self._mysql_types},"old":', old_json,
-            ',"data":', *self._document_parts(new_frags),
+            ',"data":', *object_parts(self._quoted_names, new_frags, "[{", "}]"),
         ]
         if config.enable_tidb_extension:
             parts += [',"_tidb":{"commitTs":', pa.array(batch.commit_ts).cast(pa.string()), "}"]
         parts.append("}")
-        return _concat(parts, batch.num_rows)
+        return concat(parts, batch.num_rows)
 
     def encode_rows(self, batch: ChangeBatch, routing: Routing) -> Messages:
         """One message per row, without a key."""
@@ -129,25 +131,10 @@ class CanalJSONEncoder(Encoder):
         may_escape = column.type.is_string or column.type.kind == "json"
         return json_fragments(text, escape=may_escape)
 
-    def _document_parts(self, frags: list[pa.Array]) -> list:
-        """The pieces of ``[{"c1":v1,"c2":v2}]`` per row."""
-        parts: list[Any] = []
-        for i, (name, frag) in enumerate(zip(self._quoted_names, frags)):
-            parts += [("[{" if i == 0 else ",") + name + ":", frag]
-        parts.append("}]")
-        return parts
-
     def _old_document(self, new_frags: list[pa.Array], old_frags: list[pa.Array]) -> pa.Array:
-        if not self.config.only_output_updated_columns:
-            return _concat(self._document_parts(old_frags), len(old_frags[0]))
-        # Only the columns whose value changed (TiCDC compares the rendered values).
-        pieces = []
-        for name, new, old in zip(self._quoted_names, new_frags, old_frags):
-            piece = pc.binary_join_element_wise("," + name + ":", old, "")
-            pieces.append(pc.if_else(pc.equal(new, old), "", piece))
-        joined = pc.binary_join_element_wise(*pieces, "")
-        body = pc.utf8_slice_codeunits(joined, 1)
-        return pc.binary_join_element_wise("[{", body, "}]", "")
+        if self.config.only_output_updated_columns:
+            return changed_members_object(self._quoted_names, new_frags, old_frags, "[{", "}]")
+        return concat(object_parts(self._quoted_names, old_frags, "[{", "}]"), len(old_frags[0]))
 
     def _sql_type_parts(self, batch: ChangeBatch) -> list:
         """The pieces of ``sqlType``: constant but where an unsigned value needs the wider java type."""
@@ -172,7 +159,7 @@ class CanalJSONEncoder(Encoder):
         text = (
             f'{{"id":0,"database":{quote_json(database)},"table":{quote_json(table)},"pkNames":null,'
             f'"isDdl":{"true" if is_ddl else "false"},"type":{quote_json(event_type)},'
-            f'"es":{es_ts >> 18},"ts":{self.clock()},"sql":{quote_json(query)},'
+            f'"es":{tso_physical_ms(es_ts)},"ts":{self.clock()},"sql":{quote_json(query)},'
             f'"sqlType":null,"mysqlType":null,"data":null,"old":null'
         )
         if extension is not None:
@@ -202,25 +189,6 @@ class CanalJSONEncoder(Encoder):
             return None
         value = self._control("", "", False, "TIDB_WATERMARK", ts, "", f'"watermarkTs":{ts}')
         return Messages.to_every_partition(topics, None, value)
-
-
-def _concat(parts: list, length: int) -> pa.Array:
-    """Element-wise concatenation of string arrays and constant strings, in one Arrow call."""
-    merged: list[Any] = []
-    for part in parts:
-        if isinstance(part, str) and merged and isinstance(merged[-1], str):
-            merged[-1] += part  # adjacent constants become one argument
-        else:
-            merged.append(part)
-    if len(merged) == 1 and isinstance(merged[0], str):
-        return pa.repeat(pa.scalar(merged[0]), length)
-    return pc.binary_join_element_wise(*merged, "")
-
-
-def _quoted_names_of(names: pa.Array) -> pa.Array | str:
-    """JSON literals of per-row database or table names: one constant when the batch has one name."""
-    distinct = pc.unique(names)
-    return quote_json(distinct[0].as_py()) if len(distinct) == 1 else quote_json_array(names)
 
 
 # ---------------------------------------------------------------------------

@@ -1,0 +1,140 @@
+"""JSON column values as TiDB prints them: the canonical form of the input contract's JSON columns.
+
+TiDB prints a JSON document with keys sorted (bytewise), ``", "`` and ``": "``
+separators and Go's float text; the sink normalises every JSON value of its
+input to that text once, so codecs and dispatchers see what TiCDC sees.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from .render import go_float_text
+
+
+def tidb_json_texts(documents: list[str]) -> list[str]:
+    """JSON texts as TiDB prints them; raises ValueError for text that is not JSON.
+
+    Python's C parser and printer (sorted keys, TiDB's separators) print most
+    documents exactly as TiDB does, and parse a whole column in one call; a
+    float that Python would print differently, a number beyond 64 bits, or a
+    character the two escape differently sends the document through the exact
+    (slower) path of ``tidb_json_text``.
+    """
+    check = _FastPathCheck()
+    decoder = json.JSONDecoder(parse_float=check.float, parse_constant=_no_constant)
+    source = "[" + ",".join(documents) + "]"
+    try:
+        values = decoder.decode(source)
+    except ValueError:
+        values = None  # some document is not JSON: find it below
+    # A run of 19 digits may be a number beyond 64 bits, which TiDB reads as a double.
+    long_number = _DIGIT_RUN in source.translate(_DIGITS)
+    if values is None or len(values) != len(documents) or not check.ok or long_number:
+        return [_tidb_json_text_of(document) for document in documents]
+    texts = [_FAST_ENCODE(v) for v in values]
+    printed = "".join(texts)
+    if "\u2028" in printed or "\u2029" in printed:
+        texts = [t.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029") for t in texts]
+    if "\\b" in printed or "\\f" in printed or not _is_encodable(printed):
+        texts = [tidb_json_text(v) for v in values]
+    return texts
+
+
+def _is_encodable(text: str) -> bool:
+    """False when ``text`` holds a lone surrogate (which Go writes as U+FFFD)."""
+    try:
+        text.encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
+
+
+def _tidb_json_text_of(document: str) -> str:
+    return tidb_json_text(json.loads(document, parse_constant=_no_constant))
+
+
+def _fast_encoder():
+    """Python's C JSON printer with TiDB's separators and sorted keys (the Python one if C is missing)."""
+    from json.encoder import c_make_encoder, encode_basestring
+
+    if c_make_encoder is None:
+        encoder = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(", ", ": "))
+        return encoder.encode
+    make = c_make_encoder(None, None, encode_basestring, None, ": ", ", ", True, False, True)
+    return lambda value: "".join(make(value, 0))
+
+
+_FAST_ENCODE = _fast_encoder()
+
+
+class _FastPathCheck:
+    """The float hook of json.loads: notes whether Python prints every float as TiDB does."""
+
+    def __init__(self):
+        self.ok = True
+
+    def float(self, text: str) -> float:
+        value = float(text)
+        # Python's repr and Go's 'f' format agree on non-integral values in [1e-4, 1e16).
+        if not (1e-4 <= abs(value) < 1e16) or value.is_integer():
+            self.ok = False
+        return value
+
+
+
+_DIGITS = str.maketrans("0123456789", "1111111111")
+_DIGIT_RUN = "1" * 19
+
+
+def _no_constant(name: str):
+    raise ValueError(f"JSON has no {name}")
+
+
+def tidb_json_text(value) -> str:
+    """A JSON document as TiDB prints a JSON column: keys sorted, ``", "`` and ``": "`` separators."""
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, int):
+        if -(2**63) <= value < 2**64:
+            return str(value)
+        value = float(value)  # TiDB reads a number beyond 64 bits as a double
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            raise ValueError(f"number {value} is out of range")
+        return go_json_float_text(value)
+    if isinstance(value, str):
+        return _tidb_json_string(value)
+    if isinstance(value, dict):
+        items = sorted(value.items(), key=lambda kv: kv[0].encode("utf-8"))
+        return "{" + ", ".join(_tidb_json_string(k) + ": " + tidb_json_text(v) for k, v in items) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(tidb_json_text(v) for v in value) + "]"
+    raise TypeError(f"not a JSON value: {value!r}")
+
+
+_TIDB_JSON_ESCAPES = str.maketrans(
+    {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t", "\u2028": "\\u2028",
+     "\u2029": "\\u2029", **{chr(c): f"\\u{c:04x}" for c in range(0x20) if chr(c) not in "\n\r\t"}}
+)
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _tidb_json_string(text: str) -> str:
+    """A string in TiDB's JSON text; a lone surrogate becomes U+FFFD, as Go writes it."""
+    return '"' + _LONE_SURROGATE.sub("\ufffd", text).translate(_TIDB_JSON_ESCAPES) + '"'
+
+
+def go_json_float_text(value: float) -> str:
+    """Go's ``encoding/json`` float text: shortest, exponent only below 1e-6 or from 1e21."""
+    magnitude = abs(value)
+    if magnitude != 0 and (magnitude < 1e-6 or magnitude >= 1e21):
+        mantissa, _, exponent = repr(value).partition("e")
+        digits = int(exponent.lstrip("+-"))
+        return f"{mantissa}e-{digits}" if exponent.startswith("-") else f"{mantissa}e+{digits:02d}"
+    return go_float_text(value, 64)
