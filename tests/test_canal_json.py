@@ -232,7 +232,7 @@ def only_value(messages) -> str:
 
 def test_ddl_event_matches_the_spec_example():
     ddl = DDLChange("test", "", "drop database if exists test", DOC_COMMIT_TS, classify("drop database if exists test"))
-    event = control_encoder(1639633095489, enable_tidb_extension="true").encode_ddl(ddl, None, "t")
+    event = control_encoder(1639633095489, enable_tidb_extension="true").encode_ddl(ddl, "t")
     assert event.topics == ["t"] and event.partitions.tolist() == [0] and event.keys is None
     assert only_value(event).encode() == golden("ddl.json")
     [decoded] = decode(only_value(event))
@@ -242,7 +242,7 @@ def test_ddl_event_matches_the_spec_example():
 def test_ddl_event_without_extension_has_no_tidb_field():
     ddl = DDLChange("test", "orders", "ALTER TABLE orders ADD COLUMN c INT", 5 << 18,
                     classify("ALTER TABLE orders ADD COLUMN c INT"))
-    assert only_value(control_encoder().encode_ddl(ddl, None, "t")) == (
+    assert only_value(control_encoder().encode_ddl(ddl, "t")) == (
         '{"id":0,"database":"test","table":"orders","pkNames":null,"isDdl":true,'
         '"type":"ALTER","es":5,"ts":1,"sql":"ALTER TABLE orders ADD COLUMN c INT",'
         '"sqlType":null,"mysqlType":null,"data":null,"old":null}')
@@ -253,7 +253,7 @@ def test_ddl_type_override_is_checked_on_executors_and_on_the_driver():
     with pytest.raises(ContractError, match="CREATE, ALTER"):
         control_encoder().check_ddl(ddl)
     with pytest.raises(ContractError, match="CREATE, ALTER"):
-        control_encoder().encode_ddl(ddl, None, "t")
+        control_encoder().encode_ddl(ddl, "t")
 
 
 def test_watermark_matches_the_spec_example():

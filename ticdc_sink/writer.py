@@ -358,7 +358,7 @@ def emit_control_events(config: SinkConfig, layout: InputLayout | None, ddls: li
         for ddl in ddls:
             topic = router.topic_for_ddl(ddl.database, ddl.table)
             topics.setdefault(topic, output.partition_count(topic))
-            events.append(encoder.encode_ddl(ddl, layout.table if layout else None, topic))
+            events.append(encoder.encode_ddl(ddl, topic))
         if watermark and topics:
             events.append(encoder.encode_watermark(watermark, sorted(topics)))
         events = [e for e in events if e is not None]

@@ -43,8 +43,8 @@ class Encoder(ABC):
     def check_ddl(self, ddl: DDLChange) -> None:
         """Refuse, on the executor, a DDL row that ``encode_ddl`` would refuse on the driver."""
 
-    def encode_ddl(self, ddl: DDLChange, table: TableSchema | None, topic: str) -> Messages | None:
-        """The DDL event for ``topic`` (``table``: the schema the writing table has), or None to send none."""
+    def encode_ddl(self, ddl: DDLChange, topic: str) -> Messages | None:
+        """The DDL event for ``topic`` (``self.table``: the writing table's schema), or None to send none."""
         return None
 
     def encode_watermark(self, ts: int, topics: list[str]) -> Messages | None:

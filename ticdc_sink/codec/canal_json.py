@@ -176,7 +176,7 @@ class CanalJSONEncoder(Encoder):
                                 f"a Canal DDL type is one of {', '.join(CANAL_DDL_TYPES)}")
         return event_type
 
-    def encode_ddl(self, ddl: DDLChange, table: TableSchema | None, topic: str) -> Messages:
+    def encode_ddl(self, ddl: DDLChange, topic: str) -> Messages:
         """Partition 0 of the topic, as TiCDC sends Canal DDL."""
         extension = f'"commitTs":{ddl.commit_ts}' if self.config.enable_tidb_extension else None
         value = self._control(ddl.database, ddl.table, True, self._ddl_type(ddl), ddl.commit_ts, ddl.query,
