@@ -139,9 +139,9 @@ class KafkaOutput:
             self._partition_counts[topic] = self._lookup_or_create(topic, partitions)
         return self._partition_counts[topic]
 
-    def forget_partition_count(self, topic: str) -> None:
-        """Look ``topic`` up again next time (its partitions changed)."""
-        self._partition_counts.pop(topic, None)
+    def remember_partition_counts(self, counts: dict[str, int]) -> None:
+        """Take partition counts already looked up elsewhere (the tasks' reports), sparing the metadata calls."""
+        self._partition_counts.update(counts)
 
     def _metadata(self):
         # All topics: asking for one by name lets some brokers auto-create it with their defaults.
@@ -188,10 +188,23 @@ class KafkaOutput:
                     f"{error.str()}; create it on the cluster",
                 ) from None
 
+    def grow(self, topic: str, partitions: int) -> None:
+        """Give ``topic`` ``partitions`` partitions in all; raises KafkaException where the brokers refuse."""
+        admin = AdminClient(self.client_settings)
+        admin.create_partitions([NewPartitions(topic, partitions)],
+                                request_timeout=self.config.broker_timeout_ms / 1000)[topic].result()
+        self._partition_counts.pop(topic, None)  # looked up again next time
+        log.info("grew topic %s to %d partitions", topic, partitions)
+
     # -- producing
 
     def produce(self, messages: Messages) -> int:
-        """Produce messages in one tight loop, BROADCAST ones to every partition; returns how many."""
+        """Produce messages in one tight loop, BROADCAST ones to every partition; returns how many.
+
+        Every topic is looked up (created when missing and allowed) first; the counts are cached.
+        """
+        for topic in messages.topics:
+            self.partition_count(topic)
         messages = messages.without_broadcast(self.partition_count)
         produce, poll, on_delivery = self._producer.produce, self._producer.poll, self._on_delivery
         topics, topic_of = messages.topics, messages.topic_of_message
@@ -294,17 +307,12 @@ def _marker_partitions(output: "KafkaOutput") -> None:
     count = output.partition_count(topic, partitions_if_created=_MARKER_PARTITIONS)
     if count >= _MARKER_PARTITIONS:
         return
-    admin = AdminClient(output.client_settings)
-    future = admin.create_partitions([NewPartitions(topic, _MARKER_PARTITIONS)],
-                                     request_timeout=output.config.broker_timeout_ms / 1000)[topic]
     try:
-        future.result()
+        output.grow(topic, _MARKER_PARTITIONS)
     except KafkaException as e:
         raise ConfigError("marker-topic", topic, f"the marker topic has {count} partitions, needs "
                                                  f"{_MARKER_PARTITIONS} and could not grow ({e.args[0].str()}): "
                                                  "name a new marker-topic and the sink creates it") from None
-    output.forget_partition_count(topic)
-    log.info("grew the marker topic %s to %d partitions", topic, _MARKER_PARTITIONS)
 
 
 def _marker_consumer(output: "KafkaOutput", group: str):

@@ -353,14 +353,12 @@ def emit_control_events(config: SinkConfig, layout: InputLayout | None, ddls: li
             marker = read_marker(output, driver.marker_group)
         if marker is not None:
             watermark = max(watermark, marker.watermark)  # never backwards
-        topics = dict(topics)
-        events = []
-        for ddl in ddls:
-            topic = router.topic_for_ddl(ddl.database, ddl.table)
-            topics.setdefault(topic, output.partition_count(topic))
-            events.append(encoder.encode_ddl(ddl, topic))
-        if watermark and topics:
-            events.append(encoder.encode_watermark(watermark, sorted(topics)))
+        output.remember_partition_counts(topics)  # the tasks looked them up: no metadata call for them
+        ddl_topics = [router.topic_for_ddl(ddl.database, ddl.table) for ddl in ddls]
+        events = [encoder.encode_ddl(ddl, topic) for ddl, topic in zip(ddls, ddl_topics)]
+        every_topic = sorted(set(topics) | set(ddl_topics))
+        if watermark and every_topic:
+            events.append(encoder.encode_watermark(watermark, every_topic))
         events = [e for e in events if e is not None]
         if not events:
             return watermark
@@ -377,7 +375,7 @@ def emit_control_events(config: SinkConfig, layout: InputLayout | None, ddls: li
     finally:
         output.close()
     log.info("ticdc sink: committed %d DDL event(s), watermark %d to %d topic(s)", len(ddls), watermark,
-             len(topics))
+             len(every_topic))
     return watermark
 
 
