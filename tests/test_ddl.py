@@ -10,6 +10,9 @@ Action names and codes are TiDB's (pkg/meta/model ActionType).
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from ticdc_sink.ddl import ACTION_CODES, CANAL_DDL_TYPES, DDLChange, canal_ddl_type, classify
@@ -275,6 +278,7 @@ EXPECTED_CANAL = {
     "unlock table": "QUERY",
     "repair table": "QUERY",
     "set tiflash replica": "QUERY",
+    "update tiflash replica status": "QUERY",
     "modify table auto id cache": "QUERY",
     "rebase auto random base": "QUERY",
     "add primary key": "CINDEX",
@@ -314,46 +318,15 @@ def test_canal_ddl_types_are_the_canal_event_types():
 # ---------------------------------------------------------------------------
 # ActionType codes (TiDB pkg/meta/model/job.go)
 
-TIDB_ACTION_CODES = {
-    "create schema": 1,
-    "drop schema": 2,
-    "create table": 3,
-    "drop table": 4,
-    "add column": 5,
-    "drop column": 6,
-    "add index": 7,
-    "drop index": 8,
-    "add foreign key": 9,
-    "drop foreign key": 10,
-    "truncate table": 11,
-    "modify column": 12,
-    "rebase auto id": 13,
-    "rename table": 14,
-    "set default value": 15,
-    "shard row id": 16,
-    "modify table comment": 17,
-    "rename index": 18,
-    "add table partition": 19,
-    "drop table partition": 20,
-    "create view": 21,
-    "modify table charset and collate": 22,
-    "truncate table partition": 23,
-    "drop view": 24,
-    "recover table": 25,
-    "modify schema charset and collate": 26,
-    "lock table": 27,
-    "unlock table": 28,
-    "repair table": 29,
-    "set tiflash replica": 30,
+DDL_TYPES_OF_THE_DOCUMENT = json.loads(
+    (Path(__file__).resolve().parent / "golden" / "open-protocol" / "ddl-types.json").read_text())["codes"]
+# Actions newer than the Open Protocol document's table (TiDB pkg/meta/model/job.go).
+NEWER_ACTION_CODES = {
     "modify table auto id cache": 39,
     "rebase auto random base": 40,
-    "add primary key": 32,
-    "drop primary key": 33,
-    "create sequence": 34,
-    "alter sequence": 35,
-    "drop sequence": 36,
     "alter index visibility": 41,
     "exchange table partition": 42,
+    "rename tables": 47,
     "multi-schema change": 61,
     "reorganize partition": 64,
     "alter table partitioning": 71,
@@ -361,13 +334,19 @@ TIDB_ACTION_CODES = {
 }
 
 
-@pytest.mark.parametrize("action,code", sorted(TIDB_ACTION_CODES.items()))
-def test_action_codes(action, code):
+@pytest.mark.parametrize("name,code", sorted(DDL_TYPES_OF_THE_DOCUMENT.items()))
+def test_action_codes_are_the_documents(name, code):
+    assert ACTION_CODES[name.lower().replace("rowid", "row id")] == code
+
+
+@pytest.mark.parametrize("action,code", sorted(NEWER_ACTION_CODES.items()))
+def test_newer_action_codes(action, code):
     assert ACTION_CODES[action] == code
 
 
-def test_rename_tables_action_code():
-    assert ACTION_CODES["rename tables"] == 47
+def test_every_action_code_is_checked():
+    documented = {name.lower().replace("rowid", "row id") for name in DDL_TYPES_OF_THE_DOCUMENT}
+    assert set(ACTION_CODES) == documented | set(NEWER_ACTION_CODES)
 
 
 def test_action_codes_are_distinct():

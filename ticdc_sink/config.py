@@ -24,7 +24,7 @@ from .redact import mask
 log = logging.getLogger(__name__)
 
 PROTOCOLS = ("open-protocol", "canal-json", "avro", "debezium", "simple")
-IMPLEMENTED_PROTOCOLS = ("canal-json",)  # those with a codec in ticdc_sink.codec (a test keeps them in step)
+IMPLEMENTED_PROTOCOLS = ("open-protocol", "canal-json")  # those with a codec in ticdc_sink.codec (a test keeps them in step)
 DISPATCHERS = ("default", "table", "index-value", "ts", "columns")
 DELIVERY_MODES = ("exactly-once", "at-least-once")
 ORDER_CHECKS = ("warn", "error", "off")

@@ -46,6 +46,7 @@ ACTION_CODES = {
     "unlock table": 28,
     "repair table": 29,
     "set tiflash replica": 30,
+    "update tiflash replica status": 31,
     "modify table auto id cache": 39,
     "rebase auto random base": 40,
     "add primary key": 32,

@@ -167,6 +167,7 @@ class MySQLType:
 
     @property
     def is_blob(self) -> bool:
+        """TiDB's blob types (codes 249-252): the TEXT kinds and, with the binary charset, the BLOBs."""
         return self.kind in {"tinytext", "text", "mediumtext", "longtext"}
 
     @property

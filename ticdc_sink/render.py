@@ -46,6 +46,34 @@ def float_text(values: pa.Array, bits: int, nan_as_zero: bool = False) -> pa.Arr
     return text
 
 
+def go_json_float_text(value: float, bits: int) -> str:
+    """A finite float as Go's JSON writers print it: ``'f'`` text, but the shortest exponent
+    form below 1e-6 and from 1e21, with ``e-07`` cut to ``e-7``."""
+    number = np.float32(value) if bits == 32 else np.float64(value)
+    low, high = (np.float32(1e-6), np.float32(1e21)) if bits == 32 else (1e-6, 1e21)
+    if number == 0 or low <= abs(number) < high:
+        return go_float_text(value, bits)
+    text = np.format_float_scientific(number, unique=True, trim="-", exp_digits=2)
+    if text[-4:-1] == "e-0":
+        text = text[:-2] + text[-1]
+    return text
+
+
+def float_json_numbers(values: pa.Array, bits: int) -> pa.Array:
+    """JSON numbers of a float array as Go prints them (``go_json_float_text``); NaN and infinities as 0,
+    which TiCDC writes in their place."""
+    text = float_text(values, bits, nan_as_zero=True)
+    magnitude = pc.abs(values.cast(pa.float32() if bits == 32 else pa.float64()))
+    small, large = (pa.scalar(x, magnitude.type) for x in (1e-6, 1e21))
+    exponent = pc.fill_null(pc.and_(pc.is_finite(magnitude), pc.and_(
+        pc.not_equal(magnitude, pa.scalar(0, magnitude.type)),
+        pc.or_(pc.less(magnitude, small), pc.greater_equal(magnitude, large)))), False)
+    if pc.any(exponent).as_py():
+        fixed = [go_json_float_text(v, bits) for v in values.filter(exponent).to_pylist()]
+        text = pc.replace_with_mask(text, exponent, pa.array(fixed, pa.string()))
+    return text
+
+
 def decimal_text(values: pa.Array) -> pa.Array:
     """TiDB's decimal text: all the scale's digits, never an exponent (Arrow writes 1E-8 for small scales)."""
     text = values.cast(pa.string())

@@ -8,8 +8,10 @@ from ..config import IMPLEMENTED_PROTOCOLS, SinkConfig, parse_protocol
 from ..mysql_types import TableSchema
 from .base import Decoder, DDLEvent, Encoder, RowEvent, WatermarkEvent, wall_clock_ms
 from .canal_json import CanalJSONDecoder, CanalJSONEncoder
+from .open_protocol import OpenProtocolDecoder, OpenProtocolEncoder
 
 _CODECS: dict[str, tuple[type[Encoder], type[Decoder]]] = {
+    "open-protocol": (OpenProtocolEncoder, OpenProtocolDecoder),
     "canal-json": (CanalJSONEncoder, CanalJSONDecoder),
 }
 

@@ -71,7 +71,7 @@ class DDLEvent:
     database: str
     table: str
     query: str
-    type: str
+    type: str | int  # the protocol's DDL type: Canal's name, Open Protocol's TiDB action code
     commit_ts: int | None
 
 

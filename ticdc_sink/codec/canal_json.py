@@ -71,6 +71,7 @@ class CanalJSONEncoder(Encoder):
         if table is None:  # control events only (emit_ddl)
             return
         self._quoted_names = [quote_json(c.name) for c in table.columns]
+        self._member_heads = [q + ":" for q in self._quoted_names]
         self._pk_names = "[" + ",".join(quote_json(n) for n in table.primary_key_names) + "]"
         type_name = (lambda c: c.type.full_name) if config.content_compatible else (lambda c: c.type.short_name)
         # TiCDC builds mysqlType from a Go map, so consumers must not rely on its order; column order here.
@@ -110,7 +111,7 @@ class CanalJSONEncoder(Encoder):
             ',"es":', es,
             f',"ts":{build_ms},"sql":"","sqlType":', *self._sql_type_parts(batch),
             f',"mysqlType":{self._mysql_types},"old":', old_json,
-            ',"data":', *object_parts(self._quoted_names, new_frags, "[{", "}]"),
+            ',"data":', *object_parts(self._member_heads, new_frags, "[{", "}]"),
         ]
         if config.enable_tidb_extension:
             parts += [',"_tidb":{"commitTs":', pa.array(batch.commit_ts).cast(pa.string()), "}"]
@@ -133,8 +134,8 @@ class CanalJSONEncoder(Encoder):
 
     def _old_document(self, new_frags: list[pa.Array], old_frags: list[pa.Array]) -> pa.Array:
         if self.config.only_output_updated_columns:
-            return changed_members_object(self._quoted_names, new_frags, old_frags, "[{", "}]")
-        return concat(object_parts(self._quoted_names, old_frags, "[{", "}]"), len(old_frags[0]))
+            return changed_members_object(self._member_heads, new_frags, old_frags, "[{", "}]")
+        return concat(object_parts(self._member_heads, old_frags, "[{", "}]"), len(old_frags[0]))
 
     def _sql_type_parts(self, batch: ChangeBatch) -> list:
         """The pieces of ``sqlType``: constant but where an unsigned value needs the wider java type."""

@@ -1,13 +1,17 @@
-"""JSON text of values and messages, as Go's writers print it (easyjson, encoding/json).
+"""JSON text of values and messages, as TiCDC's Go writers print it.
 
-``<``, ``>`` and ``&`` are escaped, as are control characters and
-U+2028/U+2029.  Values are rendered a column at a time into JSON fragments
-(a quoted literal or ``null`` per row), and a message is the element-wise
-concatenation of fragments and constant text, in one Arrow call.
+Two escaping styles exist (``html``): Go's encoding/json and easyjson escape
+``<``, ``>``, ``&`` and U+2028/U+2029 besides quotes, backslashes and control
+characters (Canal-JSON); jsoniter with ``EscapeHTML: false`` escapes only the
+latter (the newer TiCDC's Open Protocol, Debezium).  Values are rendered a
+column at a time into JSON fragments (a literal or ``null`` per row), and a
+message is the element-wise concatenation of fragments and constant text, in
+one Arrow call.
 """
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 import numpy as np
@@ -18,19 +22,29 @@ from ..render import as_string
 
 _SHORT_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _OTHER_CONTROLS = [chr(c) for c in range(0x20) if chr(c) not in _SHORT_ESCAPES]
-_ESCAPES = [("\\", "\\\\"), ('"', '\\"'), ("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
-            ("\u2028", "\\u2028"), ("\u2029", "\\u2029"), *_SHORT_ESCAPES.items()]
-_ESCAPES += [(c, f"\\u{ord(c):04x}") for c in _OTHER_CONTROLS]
-_NEEDS_ESCAPE = "[\\x00-\\x1f\"\\\\<>&\u2028\u2029]"
-_SCALAR_TABLE = str.maketrans(dict(_ESCAPES))
+_HTML_ESCAPES = [("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"),
+                 ("\u2029", "\\u2029")]
 
 
-def quote_json(text: str) -> str:
+def _escape_pairs(html: bool) -> list[tuple[str, str]]:
+    """(character, escape) pairs of one Go writer, in the order they are applied (backslash first)."""
+    pairs = [("\\", "\\\\"), ('"', '\\"'), *(_HTML_ESCAPES if html else []), *_SHORT_ESCAPES.items()]
+    return pairs + [(c, f"\\u{ord(c):04x}") for c in _OTHER_CONTROLS]
+
+
+_PAIRS = {html: _escape_pairs(html) for html in (True, False)}
+_TABLES = {html: str.maketrans(dict(pairs)) for html, pairs in _PAIRS.items()}
+_PATTERNS = {html: "[" + "".join(f"\\x{{{ord(c):x}}}" for c, _ in pairs) + "]" for html, pairs in _PAIRS.items()}
+_ESCAPE_BYTES = {html: [(raw.encode(), raw, escaped) for raw, escaped in pairs] for html, pairs in _PAIRS.items()}
+_MAX_ESCAPE_PASSES = 4
+
+
+def quote_json(text: str, html: bool = True) -> str:
     """One Go-style JSON string literal, quotes included."""
-    return '"' + text.translate(_SCALAR_TABLE) + '"'
+    return '"' + text.translate(_TABLES[html]) + '"'
 
 
-def quote_json_array(values: pa.Array) -> pa.Array:
+def quote_json_array(values: pa.Array, html: bool = True) -> pa.Array:
     """Go-style JSON string literals of a string array; nulls stay null.
 
     The characters to escape are looked up once in the array's data buffer;
@@ -38,10 +52,11 @@ def quote_json_array(values: pa.Array) -> pa.Array:
     data) the rows that need escaping are escaped one by one instead.
     """
     values = as_string(values)
-    present = _escapes_present(values)
+    present = _escapes_present(values, html)
     if len(present) > _MAX_ESCAPE_PASSES:
-        needs = pc.fill_null(pc.match_substring_regex(values, _NEEDS_ESCAPE), False)
-        escaped = [v.translate(_SCALAR_TABLE) for v in values.filter(needs).to_pylist()]
+        needs = pc.fill_null(pc.match_substring_regex(values, _PATTERNS[html]), False)
+        table = _TABLES[html]
+        escaped = [v.translate(table) for v in values.filter(needs).to_pylist()]
         values = pc.replace_with_mask(values, needs, pa.array(escaped, pa.string()))
     else:
         for raw, escaped in present:
@@ -49,27 +64,84 @@ def quote_json_array(values: pa.Array) -> pa.Array:
     return pc.binary_join_element_wise('"', values, '"', "")
 
 
-_MAX_ESCAPE_PASSES = 4
-_ESCAPE_BYTES = [(raw.encode(), raw, escaped) for raw, escaped in _ESCAPES]
-
-
-def _escapes_present(values: pa.Array) -> list[tuple[str, str]]:
+def _escapes_present(values: pa.Array, html: bool) -> list[tuple[str, str]]:
     """The (character, escape) pairs whose character occurs in the array, in escaping order."""
     if len(values) == 0 or values.null_count == len(values):
         return []
     offsets = values.buffers()[1]
     first, last = np.frombuffer(offsets, dtype=np.int32)[[values.offset, values.offset + len(values)]]
     data = values.buffers()[2][first:last].to_pybytes() if last > first else b""
-    return [(raw, escaped) for encoded, raw, escaped in _ESCAPE_BYTES if encoded in data]
+    return [(raw, escaped) for encoded, raw, escaped in _ESCAPE_BYTES[html] if encoded in data]
 
 
-def json_fragments(text: pa.Array, escape: bool = True) -> pa.Array:
+def json_fragments(text: pa.Array, escape: bool = True, html: bool = True) -> pa.Array:
     """JSON values of a string array: quoted literals, ``null`` for nulls.
 
     ``escape=False`` skips looking for characters to escape, for text known to have none.
     """
-    quoted = quote_json_array(text) if escape else pc.binary_join_element_wise('"', as_string(text), '"', "")
+    quoted = quote_json_array(text, html) if escape else pc.binary_join_element_wise('"', as_string(text), '"', "")
     return pc.fill_null(quoted, "null")
+
+
+def bare_fragments(text: pa.Array) -> pa.Array:
+    """JSON numbers from their text, ``null`` for nulls."""
+    return pc.fill_null(as_string(text), "null")
+
+
+def base64_fragments(values: pa.Array) -> pa.Array:
+    """JSON strings of the standard base64 (padded) of each value's bytes; ``null`` for nulls."""
+    if pa.types.is_string(values.type) or pa.types.is_large_string(values.type):
+        values = values.cast(pa.binary())
+    encoded = [None if v is None else base64.b64encode(v).decode("ascii") for v in values.to_pylist()]
+    return json_fragments(pa.array(encoded, pa.string()), escape=False)
+
+
+def go_quote_body(data: bytes) -> str:
+    """Go's ``strconv.Quote(string(data))`` without its outer quotes.
+
+    Printable runes stay, ``"`` and ``\\`` get a backslash, ``\\a\\b\\f\\n\\r\\t\\v`` their
+    short escapes, other control bytes and invalid UTF-8 bytes ``\\xNN``, other
+    unprintable runes ``\\uNNNN``/``\\UNNNNNNNN`` (Python's ``isprintable`` and Go's
+    ``IsPrint`` agree on what is printable).
+    """
+    out = []
+    text = data.decode("utf-8", "surrogateescape")
+    for ch in text:
+        code = ord(ch)
+        if 0xDC80 <= code <= 0xDCFF:  # an invalid UTF-8 byte
+            out.append(f"\\x{code - 0xDC00:02x}")
+        elif ch in _GO_SHORT_ESCAPES:
+            out.append(_GO_SHORT_ESCAPES[ch])
+        elif ch.isprintable():
+            out.append(ch)
+        elif code < 0x20 or code == 0x7F:
+            out.append(f"\\x{code:02x}")
+        elif code < 0x10000:
+            out.append(f"\\u{code:04x}")
+        else:
+            out.append(f"\\U{code:08x}")
+    return "".join(out)
+
+
+_GO_SHORT_ESCAPES = {'"': '\\"', "\\": "\\\\", "\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n",
+                     "\r": "\\r", "\t": "\\t", "\v": "\\v"}
+
+
+def go_quoted_fragments(values: pa.Array, html: bool = True) -> pa.Array:
+    """JSON strings of ``go_quote_body`` of each binary value (Open Protocol's BINARY/VARBINARY).
+
+    Values of printable ASCII without quotes or backslashes are their own body
+    and are taken as they are; only the others are quoted row by row.
+    """
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    plain = pc.fill_null(pc.match_substring_regex(values, '^[\\x20-\\x21\\x23-\\x5b\\x5d-\\x7e]*$'), True)
+    text = values.cast(pa.string(), safe=False) if pc.all(plain).as_py() else None
+    if text is None:
+        others = values.filter(pc.invert(plain)).to_pylist()
+        text = pc.replace_with_mask(pc.if_else(plain, values, pa.scalar(b"", values.type)).cast(pa.string()),
+                                    pc.invert(plain), pa.array([go_quote_body(v) for v in others], pa.string()))
+    return json_fragments(text, html=html)
 
 
 def _byte_table(sequence_of) -> tuple[np.ndarray, np.ndarray]:
@@ -83,8 +155,7 @@ def _byte_table(sequence_of) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _latin1_json_byte(b: int) -> bytes:
-    text = chr(b)
-    return text.translate(_SCALAR_TABLE).encode("utf-8")
+    return chr(b).translate(_TABLES[True]).encode("utf-8")
 
 
 # Each byte as ISO-8859-1 text, escaped for the inside of a Go JSON string, in UTF-8.
@@ -143,28 +214,32 @@ def concat(parts: list, length: int) -> pa.Array:
     return pc.binary_join_element_wise(*merged, "")
 
 
-def quoted_names_of(names: pa.Array) -> pa.Array | str:
+def quoted_names_of(names: pa.Array, html: bool = True) -> pa.Array | str:
     """JSON literals of per-row names (database, table): one constant when the batch has one name."""
     distinct = pc.unique(names)
-    return quote_json(distinct[0].as_py()) if len(distinct) == 1 else quote_json_array(names)
+    return quote_json(distinct[0].as_py(), html) if len(distinct) == 1 else quote_json_array(names, html)
 
 
-def object_parts(quoted_names: list[str], fragments: list[pa.Array], opening: str = "{",
-                 closing: str = "}") -> list:
-    """The pieces of ``{"c1":v1,"c2":v2}`` per row, for ``concat``."""
+def object_parts(heads: list[str], fragments: list[pa.Array], opening: str = "{", closing: str = "}",
+                 tail: str = "") -> list:
+    """The pieces of ``{head1 v1 tail,head2 v2 tail}`` per row, for ``concat``.
+
+    A head is a member's ``"name":`` and whatever its value follows
+    (``"name":{"t":3,"v":`` with the tail ``}``, for Open Protocol's column objects).
+    """
     parts: list[Any] = []
-    for i, (name, fragment) in enumerate(zip(quoted_names, fragments)):
-        parts += [(opening if i == 0 else ",") + name + ":", fragment]
-    parts.append(closing)
+    for i, (head, fragment) in enumerate(zip(heads, fragments)):
+        parts += [(tail + "," if i else opening) + head, fragment]
+    parts.append(tail + closing if parts else opening + closing)
     return parts
 
 
-def changed_members_object(quoted_names: list[str], new: list[pa.Array], old: list[pa.Array],
-                           opening: str = "{", closing: str = "}") -> pa.Array:
-    """``{"c":old,...}`` per row with only the members whose rendered value changed (TiCDC compares text)."""
+def changed_members_object(heads: list[str], new: list[pa.Array], old: list[pa.Array], opening: str = "{",
+                           closing: str = "}", tail: str = "") -> pa.Array:
+    """``{head old tail,...}`` per row with only the members whose rendered value changed (TiCDC compares values)."""
     pieces = []
-    for name, new_fragment, old_fragment in zip(quoted_names, new, old):
-        piece = pc.binary_join_element_wise("," + name + ":", old_fragment, "")
+    for head, new_fragment, old_fragment in zip(heads, new, old):
+        piece = pc.binary_join_element_wise("," + head, old_fragment, tail, "")
         pieces.append(pc.if_else(pc.equal(new_fragment, old_fragment), "", piece))
     body = pc.utf8_slice_codeunits(pc.binary_join_element_wise(*pieces, ""), 1)
     return pc.binary_join_element_wise(opening, body, closing, "")
