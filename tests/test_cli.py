@@ -227,3 +227,19 @@ def test_demo_explains_what_a_reader_sees():
     assert "status: 1 (new) -> 2 (paid)" in out
     assert "WATERMARK  ts=" in out and "(2026-01-01 00:00:00.022 UTC)" in out
     assert "message(s) decoded" in out
+
+
+@pytest.mark.spark
+@pytest.mark.broker
+def test_demo_of_open_protocol_shows_the_frames_events():
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    result = subprocess.run([*CLI, "demo", "--protocol", "open-protocol"], capture_output=True, text=True,
+                            timeout=600, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    assert "an Open Protocol message packs events" in out
+    assert '\n  event 1 key:   {"ts":' in out and '"scm":"shop","tbl":"orders","t":1}' in out
+    assert '\n  event 1 value: {"u":{"id":{"t":3,"h":true,"f":11,"v":' in out
+    assert "status: 1 (new) -> 2 (paid)" in out
+    assert "DDL 5 (add column) shop.orders: ALTER TABLE orders ADD COLUMN note" in out
+    assert "WATERMARK  ts=" in out and "message(s) decoded" in out

@@ -29,6 +29,8 @@ from confluent_kafka.admin import AdminClient
 from .broker import BrokerError, EmbeddedBroker
 from .codec import IMPLEMENTED_PROTOCOLS, decoder_for
 from .codec.base import DDLEvent, Decoder, RowEvent, WatermarkEvent
+from .codec.open_protocol import split_frame
+from .ddl import ACTION_CODES
 from .errors import DeliveryError
 from .kafka_io import LIBRDKAFKA_LOG, iter_messages, read_messages
 from .mysql_types import MySQLType, TypeSyntaxError, parse_mysql_type, split_column_types, tso_physical_ms
@@ -41,6 +43,9 @@ _BROKER_CHECK_SECONDS = 1.0
 
 class CommandError(Exception):
     """A failure the CLI reports in one line, without a traceback."""
+
+
+ACTION_NAMES = {code: name for name, code in ACTION_CODES.items()}  # Open Protocol's DDL type is the code
 
 
 def say(text: str) -> None:
@@ -91,7 +96,8 @@ def format_event(event, enum_set_columns: Mapping[str, MySQLType] | None = None)
     if isinstance(event, DDLEvent):
         committed = "" if event.commit_ts is None else \
             f" (commit ts {event.commit_ts}, {tso_wall_time(event.commit_ts)})"
-        return f"DDL {event.type:<9} {event.database}.{event.table}: {event.query}{committed}"
+        kind = event.type if isinstance(event.type, str) else f"{event.type} ({ACTION_NAMES.get(event.type, '?')})"
+        return f"DDL {kind:<9} {event.database}.{event.table}: {event.query}{committed}"
     assert isinstance(event, RowEvent)
     types = enum_set_columns or {}
 
@@ -269,8 +275,17 @@ def explain_topic(messages: list, protocol: str) -> None:
     """What a reader of the topic meets before the decoded events: a raw message, offset gaps, watermarks."""
     first = messages[0]
     say(f"one message as it is on the wire (partition {first.partition()}, offset {first.offset()}):")
-    print(f"  key:   {_wire_text(first.key())}")
-    print(f"  value: {_wire_text(first.value())}", flush=True)
+    if protocol == "open-protocol":
+        keys, values = split_frame(first.key()), split_frame(first.value(), versioned=False)
+        say(f"an Open Protocol message packs events ({len(keys)} here): its key is the version (8 bytes "
+            "big-endian, 1) then each event key after its 8-byte length, its value each event value after its "
+            "length")
+        for number, (key, value) in enumerate(zip(keys, values), start=1):
+            print(f"  event {number} key:   {_wire_text(key)}")
+            print(f"  event {number} value: {_wire_text(value)}", flush=True)
+    else:
+        print(f"  key:   {_wire_text(first.key())}")
+        print(f"  value: {_wire_text(first.value())}", flush=True)
     say("offsets skip numbers: the sink writes in Kafka transactions, and each committed transaction "
         "leaves a control record (its commit marker) that takes an offset but holds no message")
     say("WATERMARK ts is a TiDB TSO, physical milliseconds << 18 | logical counter (its UTC wall time is shown "
