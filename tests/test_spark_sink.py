@@ -10,7 +10,7 @@ import pytest
 from pyspark.errors import PySparkException
 from pyspark.sql import types as T
 
-from ticdc_sink.codec import decoder_for
+from ticdc_sink.codec import IMPLEMENTED_PROTOCOLS, decoder_for
 from ticdc_sink.codec.base import DDLEvent, RowEvent, WatermarkEvent
 from ticdc_sink.kafka_io import read_messages
 
@@ -36,20 +36,23 @@ def row(i: int, name: str = "n", op: str = "INSERT", ts: int = 0, before: dict |
             "amount": Decimal(f"{i}.25"), "seen": dt.datetime(2024, 5, 1, 10, 0, i % 60, tzinfo=dt.timezone.utc)}
 
 
-def sink_options(broker, topic: str, **extra) -> dict:
-    return {"kafka.bootstrap.servers": broker.bootstrap_servers, "protocol": "canal-json", "topic": topic,
+def sink_options(broker, topic: str, protocol: str = "canal-json", **extra) -> dict:
+    return {"kafka.bootstrap.servers": broker.bootstrap_servers, "protocol": protocol, "topic": topic,
             "database": "shop", "table": "orders", "primary-key": "id", "broker-timeout-ms": "10000", **extra}
 
 
-def decoded(broker, topic: str, expect: int, idle: float = 1.0) -> list[tuple[int, object]]:
-    """(partition, event) for every message of the topic, in partition order.
+def decoded(broker, topic: str, expect: int, idle: float = 1.0, protocol: str = "canal-json",
+            ) -> list[tuple[int, object]]:
+    """(partition, event) for every event of the topic, in partition order; there must be ``expect`` events.
 
-    Reads until ``expect`` messages arrived, then until ``idle`` seconds pass without more.
+    Reads until the first message arrived, then until ``idle`` seconds pass without more
+    (the writes are over: everything is in the topic).
     """
-    decoder = decoder_for("canal-json")
-    messages = read_messages(broker.bootstrap_servers, topic, idle_seconds=idle, expect=expect)
-    assert len(messages) == expect, f"{len(messages)} message(s) in {topic}, expected {expect}"
-    return [(m.partition(), e) for m in messages for e in decoder.decode(m.key(), m.value())]
+    decoder = decoder_for(protocol)
+    messages = read_messages(broker.bootstrap_servers, topic, idle_seconds=idle, expect=min(expect, 1))
+    events = [(m.partition(), e) for m in messages for e in decoder.decode(m.key(), m.value())]
+    assert len(events) == expect, f"{len(events)} event(s) in {topic}, expected {expect}"
+    return events
 
 
 def write_batch(spark, rows, options, schema=CHANGES, partitions=2):
@@ -57,11 +60,12 @@ def write_batch(spark, rows, options, schema=CHANGES, partitions=2):
         .options(**options).save()
 
 
-def test_batch_write_found_by_name_round_trips(spark, broker, topic):
+@pytest.mark.parametrize("protocol", IMPLEMENTED_PROTOCOLS)
+def test_batch_write_found_by_name_round_trips(spark, broker, topic, protocol):
     rows = [row(i, ts=i) for i in range(1, 41)]
-    write_batch(spark, rows, sink_options(broker, topic, **{"enable-tidb-extension": "true",
-                                                            "partition": "index-value"}))
-    events = decoded(broker, topic, expect=40 + 3)  # the rows and a watermark per partition
+    write_batch(spark, rows, sink_options(broker, topic, protocol, **{"enable-tidb-extension": "true",
+                                                                      "partition": "index-value"}))
+    events = decoded(broker, topic, expect=40 + 3, protocol=protocol)  # the rows and a watermark per partition
     dml = [(p, e) for p, e in events if isinstance(e, RowEvent)]
     assert sorted(e.columns["id"] for _, e in dml) == list(range(1, 41))
     first = next(e for _, e in dml if e.columns["id"] == 7)
@@ -74,8 +78,10 @@ def test_batch_write_found_by_name_round_trips(spark, broker, topic):
         assert isinstance(in_partition[-1], WatermarkEvent) and in_partition[-1].ts == BASE_TS + 40
         assert sum(isinstance(e, WatermarkEvent) for e in in_partition) == 1
     # The same key always lands on the same partition.
-    write_batch(spark, [row(7, name="again", ts=100)], sink_options(broker, topic, partition="index-value"))
-    sevens = {p for p, e in decoded(broker, topic, expect=44) if isinstance(e, RowEvent) and e.columns["id"] == 7}
+    write_batch(spark, [row(7, name="again", ts=100)], sink_options(broker, topic, protocol, **{
+        "enable-tidb-extension": "true", "partition": "index-value"}))
+    sevens = {p for p, e in decoded(broker, topic, expect=43 + 1 + 3, protocol=protocol)
+              if isinstance(e, RowEvent) and e.columns["id"] == 7}
     assert len(sevens) == 1
 
 
@@ -89,7 +95,12 @@ def test_register_is_safe_where_spark_already_found_the_source(spark, broker, to
     assert [e.columns["id"] for _, e in decoded(broker, topic, expect=1)] == [1]
 
 
-def test_streaming_micro_batches_with_updates_deletes_and_ddl(spark, broker, topic, tmp_path):
+# Where each protocol sends a DDL event, and its DDL type for ADD COLUMN.
+DDL_OF_PROTOCOL = {"canal-json": ([0], "ALTER"), "open-protocol": ([0, 1], 5)}
+
+
+@pytest.mark.parametrize("protocol", IMPLEMENTED_PROTOCOLS)
+def test_streaming_micro_batches_with_updates_deletes_and_ddl(spark, broker, topic, tmp_path, protocol):
     # DDL rows leave the table columns null, so they are nullable here; the primary key is NOT NULL anyway.
     nullable = [T.StructField(f.name, f.dataType) for f in COLUMNS]
     schema = T.StructType([*CHANGES.fields[:2], T.StructField("_before", T.StructType(nullable)), *nullable,
@@ -106,14 +117,16 @@ def test_streaming_micro_batches_with_updates_deletes_and_ddl(spark, broker, top
         spark.createDataFrame(records, schema).coalesce(1).write.parquet(str(tmp_path / "feed" / f"b={number}"))
     stream = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1) \
         .option("recursiveFileLookup", "true").parquet(str(tmp_path / "feed"))
-    query = stream.writeStream.format("ticdc").options(**sink_options(broker, topic, **{
+    query = stream.writeStream.format("ticdc").options(**sink_options(broker, topic, protocol, **{
         "enable-tidb-extension": "true", "partition-num": "2"})) \
         .option("checkpointLocation", str(tmp_path / "chk")).trigger(availableNow=True).start()
     query.awaitTermination(120)
     assert query.exception() is None
     assert [p["numInputRows"] for p in query.recentProgress if p["numInputRows"]] == [5, 2, 2]
 
-    events = decoded(broker, topic, expect=8 + 1 + 3 * 2)  # rows, the DDL, a watermark per partition and batch
+    ddl_partitions, ddl_type = DDL_OF_PROTOCOL[protocol]
+    # the rows, the DDL where the protocol sends it, a watermark per partition and batch
+    events = decoded(broker, topic, expect=8 + len(ddl_partitions) + 3 * 2, protocol=protocol)
     rows = [e for _, e in events if isinstance(e, RowEvent)]
     assert sorted((e.type, e.columns["id"]) for e in rows) == sorted(
         [("INSERT", i) for i in range(1, 7)] + [("UPDATE", 1), ("DELETE", 2)])
@@ -121,7 +134,7 @@ def test_streaming_micro_batches_with_updates_deletes_and_ddl(spark, broker, top
     assert update.old["name"] == "n1" and update.columns["name"] == "paid1"
     ddl = [(p, e) for p, e in events if isinstance(e, DDLEvent)]
     assert [(p, e.type, e.query, e.commit_ts) for p, e in ddl] == [
-        (0, "ALTER", "ALTER TABLE orders ADD COLUMN note TEXT", BASE_TS + 20)]
+        (p, ddl_type, "ALTER TABLE orders ADD COLUMN note TEXT", BASE_TS + 20) for p in ddl_partitions]
     # Watermarks: after every micro-batch, on both partitions, never decreasing.
     for partition in (0, 1):
         marks = [e.ts for p, e in events if p == partition and isinstance(e, WatermarkEvent)]
