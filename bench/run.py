@@ -5,12 +5,13 @@
 
 Measures, on the standard change feed (``feed.py``):
   - encode-only rows/s and MB/s of every implemented protocol's encoder, and of
-    the hand-written per-row encoder (dict + json.dumps / orjson.dumps);
-  - the bare output limit: pre-encoded messages produced by bare confluent-kafka
-    loops, one process per core;
-  - Spark jobs over the feed: ``format("ticdc")`` per protocol and delivery mode,
-    the hand-written ``foreachPartition`` producer, and Spark's ``noop`` sink
-    (the input limit);
+    the hand-written per-row encoder of the same messages (dict + json.dumps /
+    orjson.dumps, ``baselines.py``);
+  - the bare output limit per protocol: its pre-encoded messages produced by
+    bare confluent-kafka loops, one process per core;
+  - Spark jobs over the feed, per protocol: ``format("ticdc")`` in each delivery
+    mode and the hand-written ``foreachPartition`` producer; and Spark's
+    ``noop`` sink (the input limit);
   - the peak RSS of the Python worker writing one large partition.
 Results go to ``bench/RESULTS.md`` with the ratios, the targets, the machine and
 the command.
@@ -39,7 +40,7 @@ import pyarrow.parquet as pq
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 
-from baselines import dumps_choices, handwritten_canal_json, produce_all  # noqa: E402
+from baselines import HANDWRITTEN, dumps_choices, produce_all  # noqa: E402
 from feed import SCHEMA, sink_options, write_feed  # noqa: E402
 
 from ticdc_sink.changes import ChangeBatchBuilder, InputLayout  # noqa: E402
@@ -48,9 +49,15 @@ from ticdc_sink.config import parse_options  # noqa: E402
 from ticdc_sink.dispatch import Routing  # noqa: E402
 
 CORES = os.cpu_count() or 1
-ENCODE_TARGET = 5.0  # Canal-JSON encode-only vs the hand-written encode step
+ENCODE_TARGET = 5.0  # each protocol's encode-only vs its hand-written encode step (json.dumps)
 OUTPUT_TARGET = 0.60  # end-to-end at-least-once vs the bare producer limit
 RSS_TARGET_MB = 500
+TOPIC_PARTITIONS = 3  # of the topics the bench creates itself
+TITLES = {"canal-json": "Canal-JSON", "open-protocol": "Open Protocol"}
+
+
+def title(protocol: str) -> str:
+    return TITLES.get(protocol, protocol)
 
 
 def say(text: str) -> None:
@@ -94,64 +101,79 @@ def one_partition(changes) -> Routing:
 def encode_sink(table: pa.Table, protocol: str, profile: cProfile.Profile | None = None) -> Result:
     config = parse_options(sink_options("127.0.0.1:1", "bench", protocol=protocol))
     layout = InputLayout.from_spark_schema(spark_schema(), config)
-    encoder = encoder_for(config, layout.table)
-    builder = ChangeBatchBuilder(layout, config)
+
+    def fresh_encode():
+        builder, encoder = ChangeBatchBuilder(layout, config), encoder_for(config, layout.table)
+
+        def encode(batch: pa.RecordBatch) -> int:
+            changes, _ = builder.build(batch)
+            return int(encoder.encode_rows(changes, one_partition(changes)).byte_lengths().sum())
+
+        return encode
+
     batches = table.to_batches(max_chunksize=10_000)
-    size = 0
+    fresh_encode()(batches[0])  # a warm-up by an encoder of its own: first calls import and look up kernels
+    encode = fresh_encode()
     if profile:
         profile.enable()
     started = time.perf_counter()
-    for batch in batches:
-        changes, _ = builder.build(batch)
-        size += int(encoder.encode_rows(changes, one_partition(changes)).byte_lengths().sum())
+    size = sum(encode(batch) for batch in batches)
     elapsed = time.perf_counter() - started
     if profile:
         profile.disable()
     return Result("encode", f"ticdc-sink {protocol}", table.num_rows, elapsed, size / 1e6)
 
 
-def encode_handwritten(table: pa.Table, name: str, dumps) -> Result:
-    build_ms = int(time.time() * 1000)
+def encode_handwritten(table: pa.Table, protocol: str, name: str, dumps) -> Result:
     rows = table.to_pylist()  # the rows a foreachPartition loop gets, made before timing
     started = time.perf_counter()
-    size = sum(len(handwritten_canal_json(row, build_ms, dumps)) for row in rows)
+    size = sum(len(value) + len(key or b"") for _, key, value in HANDWRITTEN[protocol](rows, dumps))
     elapsed = time.perf_counter() - started
-    return Result("encode", f"hand-written, dict per row + {name}", table.num_rows, elapsed, size / 1e6)
+    return Result("encode", f"hand-written {protocol}, dict per row + {name}", table.num_rows, elapsed, size / 1e6)
 
 
 # ---------------------------------------------------------------------------
 # The bare output limit
 
 
+def _as_bytes(value) -> bytes | None:
+    return value.encode() if isinstance(value, str) else value
+
+
 def _bare_producer_worker(args) -> float:
-    bootstrap_servers, topic, path, part, parts = args
+    bootstrap_servers, topic, protocol, path, part, parts = args
     table = read_feed(path)
     rows = table.num_rows
     mine = table.slice(part * rows // parts, (part + 1) * rows // parts - part * rows // parts)
-    config = parse_options(sink_options(bootstrap_servers, topic))
+    config = parse_options(sink_options(bootstrap_servers, topic, protocol=protocol))
     layout = InputLayout.from_spark_schema(spark_schema(), config)
     builder = ChangeBatchBuilder(layout, config)
     encoder = encoder_for(config, layout.table)
-    values = []
+    messages = []
     for batch in mine.to_batches(max_chunksize=10_000):
         changes, _ = builder.build(batch)
-        values += [v.encode() for v in encoder.encode_rows(changes, one_partition(changes)).values.to_pylist()]
-    return produce_all({"bootstrap.servers": bootstrap_servers}, topic, values)
+        encoded = encoder.encode_rows(changes, one_partition(changes))
+        keys = encoded.keys.to_pylist() if encoded.keys is not None else [None] * len(encoded)
+        messages += [(_as_bytes(k), _as_bytes(v)) for k, v in zip(keys, encoded.values.to_pylist())]
+    return produce_all({"bootstrap.servers": bootstrap_servers}, topic, messages)
 
 
-def bare_producer(bootstrap_servers: str, path: Path, rows: int) -> Result:
-    topic = f"bench-bare-{uuid.uuid4().hex[:8]}"
+def bare_producer(bootstrap_servers: str, protocol: str, path: Path, rows: int) -> Result:
+    """The protocol's messages (as encode-only makes them), encoded before timing, produced by one bare loop
+    per core to a topic of ``TOPIC_PARTITIONS`` partitions."""
+    topic = f"bench-bare-{protocol}-{uuid.uuid4().hex[:8]}"
     _create_topic(bootstrap_servers, topic)
     context = multiprocessing.get_context("spawn")
     with context.Pool(CORES) as pool:
         started = time.perf_counter()
-        seconds = pool.map(_bare_producer_worker, [(bootstrap_servers, topic, path, p, CORES) for p in range(CORES)])
+        seconds = pool.map(_bare_producer_worker,
+                           [(bootstrap_servers, topic, protocol, path, p, CORES) for p in range(CORES)])
         wall = time.perf_counter() - started
-    return Result("e2e", f"bare confluent-kafka loop, {CORES} processes, pre-encoded", rows, max(seconds),
-                  note=f"produce time only (the whole step, encoding included, took {wall:.1f} s)")
+    return Result("e2e", f"bare confluent-kafka loop {protocol}, {CORES} processes, pre-encoded", rows,
+                  max(seconds), note=f"produce time only (the whole step, encoding included, took {wall:.1f} s)")
 
 
-def _create_topic(bootstrap_servers: str, topic: str, partitions: int = 3) -> None:
+def _create_topic(bootstrap_servers: str, topic: str, partitions: int = TOPIC_PARTITIONS) -> None:
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": bootstrap_servers})  # alive until the future resolves
@@ -243,31 +265,30 @@ def spark_jobs(spark, path: Path, rows: int, bootstrap_servers: str) -> list[Res
         for delivery in ("at-least-once", "exactly-once"):
             say(f"Spark format('ticdc') {protocol} {delivery}")
             results.append(measured(f"ticdc-sink {protocol}, {delivery}", ticdc(protocol, delivery)))
-    say("Spark hand-written foreachPartition producer")
-    topic = f"bench-handwritten-{uuid.uuid4().hex[:8]}"
-    _create_topic(bootstrap_servers, topic)
-    results.append(measured("hand-written foreachPartition, dict per row + json.dumps",
-                            lambda: df.foreachPartition(_handwritten_partition(bootstrap_servers, topic))))
+        say(f"Spark hand-written foreachPartition producer {protocol}")
+        topic = f"bench-handwritten-{protocol}-{uuid.uuid4().hex[:8]}"
+        _create_topic(bootstrap_servers, topic)
+        send = _handwritten_partition(bootstrap_servers, topic, protocol, TOPIC_PARTITIONS)
+        results.append(measured(f"hand-written foreachPartition {protocol}, dict per row + json.dumps",
+                                lambda: df.foreachPartition(send)))
     df.unpersist()
     return results
 
 
-def _handwritten_partition(bootstrap_servers: str, topic: str):
+def _handwritten_partition(bootstrap_servers: str, topic: str, protocol: str, partitions: int):
     def send(rows):
-        import json
-
         from confluent_kafka import Producer
 
-        from baselines import handwritten_canal_json
+        from baselines import HANDWRITTEN, dumps_choices
 
         producer = Producer({"bootstrap.servers": bootstrap_servers, "enable.idempotence": True, "acks": "all",
                              "linger.ms": 5})
-        build_ms = int(time.time() * 1000)
-        for row in rows:
-            value = handwritten_canal_json(row.asDict(recursive=True), build_ms, json.dumps)
+        dumps = dumps_choices(protocol)["json.dumps"]
+        dicts = (row.asDict(recursive=True) for row in rows)
+        for partition, key, value in HANDWRITTEN[protocol](dicts, dumps, partitions):
             while True:
                 try:
-                    producer.produce(topic, value)
+                    producer.produce(topic, value, key, partition)
                     break
                 except BufferError:
                     producer.poll(0.05)
@@ -364,18 +385,36 @@ def profile_shares(stats: pstats.Stats) -> str:
         "JSON columns as TiDB's JSON text (tidb_json.tidb_json_texts)": "tidb_json_texts",
         "input contract and canonical values (ChangeBatchBuilder.build, JSON included)": "build",
         "rendering and assembling messages (Encoder.encode_rows)": "encode_rows",
+        "  of which Go-quoted binary strings (json_text.go_quoted_fragments)": "go_quoted_fragments",
+        "  of which framing events per partition (open_protocol.pack_events)": "pack_events",
     }
     total = stats.total_tt or 1.0
-    lines = [f"Encoder time {total:.2f} s, of which:"]
+    lines = [f"Encoder time {total:.2f} s (under the profiler), of which:"]
     for label, function in concerns.items():
         seconds = sum(entry[3] for (_, _, name), entry in stats.stats.items() if name == function)
-        lines.append(f"  {seconds / total * 100:5.1f}%  {label}")
+        if seconds or not label.startswith(" "):
+            lines.append(f"  {seconds / total * 100:5.1f}%  {label}")
     return "\n".join(lines)
 
 
-def report(results: list[Result], args, profile_text: str, broker_name: str) -> str:
-    def find(name_start: str) -> Result | None:
-        return next((r for r in results if r.name.startswith(name_start)), None)
+def encoder_profile(table: pa.Table, protocol: str) -> str:
+    """cProfile of a run of its own (the profiler slows the encoder down), by cumulative time and by concern."""
+    profile = cProfile.Profile()
+    encode_sink(table, protocol, profile)
+    stream = io.StringIO()
+    stats = pstats.Stats(profile, stream=stream)
+    stats.sort_stats("cumulative").print_stats(14)
+    text = "\n".join(line for line in stream.getvalue().splitlines()[4:] if line.strip())
+    return text + "\n\n" + profile_shares(stats)
+
+
+def report(results: list[Result], args, profiles: dict[str, str], broker_name: str) -> str:
+    def find(section: str, name: str, exact: bool = True) -> Result | None:
+        return next((r for r in results if r.section == section and (r.name == name if exact else
+                                                                      r.name.startswith(name))), None)
+
+    def target(value: float, goal: float) -> str:
+        return "" if args.small else verdict(value, goal)
 
     lines = [
         "# Benchmark results",
@@ -389,54 +428,57 @@ def report(results: list[Result], args, profile_text: str, broker_name: str) -> 
         "10% NULLs; 80% inserts, 15% updates with old values, 5% deletes).",
         "",
     ]
-    for section, title in (("encode", "Encode only (one core)"), ("e2e", f"Spark to Kafka (local[{CORES}])"),
-                           ("memory", "Memory")):
+    for section, title_text in (("encode", "Encode only (one core)"), ("e2e", f"Spark to Kafka (local[{CORES}])"),
+                                ("memory", "Memory")):
         chosen = [r for r in results if r.section == section]
         if not chosen:
             continue
-        lines += [f"## {title}", "", "| what | rows | seconds | rows/s | MB/s | note |", "|---|---:|---:|---:|---:|---|"]
+        lines += [f"## {title_text}", "", "| what | rows | seconds | rows/s | MB/s | note |",
+                  "|---|---:|---:|---:|---:|---|"]
         for r in chosen:
             mb = f"{r.megabytes / r.seconds:.1f}" if r.megabytes else ""
             lines.append(f"| {r.name} | {r.rows:,} | {r.seconds:.2f} | {r.rows_per_second:,.0f} | {mb} | {r.note} |")
         lines.append("")
 
     lines += ["## Ratios and targets", "", "| comparison | ratio | target |", "|---|---:|---|"]
-    canal = find("ticdc-sink canal-json")
-    hand = find("hand-written, dict per row + json.dumps")
-    if canal and hand:
-        ratio = canal.rows_per_second / hand.rows_per_second
-        lines.append(f"| Canal-JSON encode vs hand-written encode (json.dumps) | {ratio:.2f}x | "
-                     f"{'' if args.small else verdict(ratio, ENCODE_TARGET)} |")
-    orjson_hand = find("hand-written, dict per row + orjson")
-    if canal and orjson_hand:
-        lines.append(f"| Canal-JSON encode vs hand-written encode (orjson) | "
-                     f"{canal.rows_per_second / orjson_hand.rows_per_second:.2f}x | |")
-    alo, eo = find("ticdc-sink canal-json, at-least-once"), find("ticdc-sink canal-json, exactly-once")
-    bare, noop = find("bare confluent-kafka"), find("Spark noop")
-    handwritten_job = find("hand-written foreachPartition")
-    if alo and bare:
-        ratio = alo.rows_per_second / bare.rows_per_second
-        lines.append(f"| end-to-end at-least-once vs bare producer limit | {ratio:.2f} | "
-                     f"{'' if args.small else verdict(ratio, OUTPUT_TARGET)} |")
-    if eo and alo:
-        lines.append(f"| exactly-once vs at-least-once (the cost of transactions) | "
-                     f"{eo.rows_per_second / alo.rows_per_second:.2f} | |")
-    if alo and handwritten_job:
-        lines.append(f"| end-to-end at-least-once vs hand-written foreachPartition | "
-                     f"{alo.rows_per_second / handwritten_job.rows_per_second:.2f}x | |")
-    if alo and noop:
-        lines.append(f"| end-to-end at-least-once vs Spark noop (input limit) | "
-                     f"{alo.rows_per_second / noop.rows_per_second:.2f} | |")
-    memory = find("peak worker RSS")
+    noop = find("e2e", "Spark noop", exact=False)
+    for protocol in IMPLEMENTED_PROTOCOLS:
+        name = title(protocol)
+        sink = find("encode", f"ticdc-sink {protocol}")
+        for dumps in dumps_choices(protocol):
+            hand = find("encode", f"hand-written {protocol}, dict per row + {dumps}")
+            if sink and hand:
+                ratio = sink.rows_per_second / hand.rows_per_second
+                goal = target(ratio, ENCODE_TARGET) if dumps == "json.dumps" else ""
+                lines.append(f"| {name}: encode vs hand-written encode ({dumps}) | {ratio:.2f}x | {goal} |")
+        alo = find("e2e", f"ticdc-sink {protocol}, at-least-once")
+        eo = find("e2e", f"ticdc-sink {protocol}, exactly-once")
+        bare = find("e2e", f"bare confluent-kafka loop {protocol},", exact=False)
+        handwritten_job = find("e2e", f"hand-written foreachPartition {protocol},", exact=False)
+        if alo and bare:
+            ratio = alo.rows_per_second / bare.rows_per_second
+            lines.append(f"| {name}: end-to-end at-least-once vs bare producer limit | {ratio:.2f} | "
+                         f"{target(ratio, OUTPUT_TARGET)} |")
+        if eo and alo:
+            lines.append(f"| {name}: exactly-once vs at-least-once (the cost of transactions) | "
+                         f"{eo.rows_per_second / alo.rows_per_second:.2f} | |")
+        if alo and handwritten_job:
+            lines.append(f"| {name}: end-to-end at-least-once vs hand-written foreachPartition | "
+                         f"{alo.rows_per_second / handwritten_job.rows_per_second:.2f}x | |")
+        if alo and noop:
+            lines.append(f"| {name}: end-to-end at-least-once vs Spark noop (input limit) | "
+                         f"{alo.rows_per_second / noop.rows_per_second:.2f} | |")
+    memory = find("memory", "peak worker RSS", exact=False)
     if memory:
         peak = float(memory.note.split()[0])
         lines.append(f"| {memory.name} | {peak:.0f} MB | "
                      f"{'' if args.small else ('met' if peak < RSS_TARGET_MB else 'missed') + f' (< {RSS_TARGET_MB} MB)'} |")
     lines += ["", "The CPU notes of the Spark jobs add up the CPU seconds of the Python workers, the Spark JVM and "
               "the broker during each job: near 100% of the cores means the job is bound by CPU, shared by all "
-              "three on this machine.", "", "## Where the encoder's time goes", "",
-              "cProfile of the Canal-JSON encode-only run, by cumulative time:", "", "```", profile_text.rstrip(),
-              "```", ""]
+              "three on this machine.", "", "## Where the encoder's time goes", ""]
+    for protocol, profile_text in profiles.items():
+        lines += [f"cProfile of the {title(protocol)} encode-only run (a run of its own), by cumulative time:", "",
+                  "```", profile_text.rstrip(), "```", ""]
     return "\n".join(lines)
 
 
@@ -456,18 +498,15 @@ def main(argv: list[str] | None = None) -> int:
     path = write_feed(args.data_dir / f"feed-{args.rows}.parquet", args.rows)
     table = read_feed(path)
     results: list[Result] = []
-    profile = cProfile.Profile()
+    profiles: dict[str, str] = {}
     for protocol in IMPLEMENTED_PROTOCOLS:
         say(f"encode-only {protocol}")
-        results.append(encode_sink(table, protocol, profile if protocol == "canal-json" else None))
-    for name, dumps in dumps_choices().items():
-        say(f"encode-only hand-written ({name})")
-        results.append(encode_handwritten(table, name, dumps))
-    stream = io.StringIO()
-    stats = pstats.Stats(profile, stream=stream)
-    stats.sort_stats("cumulative").print_stats(14)
-    profile_text = "\n".join(line for line in stream.getvalue().splitlines()[4:] if line.strip())
-    profile_text += "\n\n" + profile_shares(stats)
+        results.append(encode_sink(table, protocol))
+        for name, dumps in dumps_choices(protocol).items():
+            say(f"encode-only hand-written {protocol} ({name})")
+            results.append(encode_handwritten(table, protocol, name, dumps))
+        say(f"encode-only {protocol} under cProfile")
+        profiles[protocol] = encoder_profile(table, protocol)
     del table
 
     broker = None
@@ -478,8 +517,9 @@ def main(argv: list[str] | None = None) -> int:
         broker = EmbeddedBroker().start()
         bootstrap_servers, broker_name = broker.bootstrap_servers, "the embedded Tansu broker (in memory)"
     try:
-        say("bare producer limit")
-        results.append(bare_producer(bootstrap_servers, path, args.rows))
+        for protocol in IMPLEMENTED_PROTOCOLS:
+            say(f"bare producer limit {protocol}")
+            results.append(bare_producer(bootstrap_servers, protocol, path, args.rows))
         spark = local_spark()
         try:
             results += spark_jobs(spark, path, args.rows, bootstrap_servers)
@@ -492,7 +532,7 @@ def main(argv: list[str] | None = None) -> int:
         if broker is not None:
             broker.stop()
 
-    text = report(results, args, profile_text, broker_name)
+    text = report(results, args, profiles, broker_name)
     args.output.write_text(text)
     print(text)
     say(f"written to {args.output}")
