@@ -291,6 +291,15 @@ def test_go_quoting_of_binary_strings_round_trips(data):
     assert go_unquote_body(go_quote_body(data)) == data
 
 
+def test_go_quoting_by_translation_agrees_with_quoting_rune_by_rune():
+    from ticdc_sink.codec.json_text import _go_quote_runes
+
+    rng = np.random.default_rng(7)
+    values = [bytes(rng.integers(0, 256, n, dtype=np.uint8)) for n in rng.integers(0, 40, 3000)]
+    values += ["a\u00a0b\u0085\u200b\U0001F600".encode(), "\udc80".encode("utf-8", "surrogatepass")]
+    assert [go_quote_body(v) for v in values] == [_go_quote_runes(v) for v in values]
+
+
 def test_go_quoting_matches_strconv_quote():
     assert go_quote_body(b"\x89PNG\r\n\x1a\n") == "\\x89PNG\\r\\n\\x1a\\n"
     assert go_quote_body("é\u00a0😀\x7f\a".encode()) == "é\\u00a0😀\\x7f\\a"

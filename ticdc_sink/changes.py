@@ -24,6 +24,7 @@ from .ddl import SCHEMA_LEVEL_ACTIONS, DDLChange, classify
 from .errors import ConfigError, ContractError, TiCDCSinkError
 from .mysql_types import (INTEGER_KINDS, STRING_KINDS, TSO_LOGICAL_BITS, Column, TableSchema, build_table_schema,
                           now_tso)
+from .render import string_scalar
 
 OP_INSERT, OP_UPDATE, OP_DELETE, OP_DDL = 1, 2, 3, 4
 _OP_SPELLINGS = ["INSERT", "I", "C", "UPDATE", "U", "DELETE", "D", "DDL"]
@@ -288,7 +289,7 @@ class ChangeBatchBuilder:
                 row = int(np.flatnonzero(missing)[0])
                 raise ContractError(column, None, keys.describe(row),
                                     f"needs a name (or set option {option!r} as the default)")
-            values = pc.fill_null(values, default or "")
+            values = pc.fill_null(values, string_scalar(default or ""))
         return values
 
     def _ddls(self, batch, rows, commit_ts, databases, tables, keys) -> list[DDLChange]:
@@ -538,7 +539,7 @@ def _enum(values: pa.Array, elements: tuple[str, ...]) -> pa.Array:
         return _unsigned_within(values, len(elements), f"an ENUM index is 0..{len(elements)}")
     found = _member_indexes(values, elements)
     # '' is MySQL's error value (index 0) unless the ENUM declares it as a member.
-    empty = pc.and_(pc.equal(values, ""), pa.scalar("" not in elements))
+    empty = pc.and_(pc.equal(values, string_scalar("")), pa.scalar("" not in elements, pa.bool_()))
     bad = _first_true(pc.and_(pc.is_null(found), pc.and_(pc.is_valid(values), pc.invert(empty))))
     if bad is not None:
         raise _BadValue(bad, values[bad].as_py(), f"is not a member of ENUM{elements}")
@@ -550,10 +551,10 @@ def _set(values: pa.Array, elements: tuple[str, ...]) -> pa.Array:
     if pa.types.is_integer(values.type):
         limit = 2 ** len(elements) - 1
         return _unsigned_within(values, limit, f"a SET bitmask of {len(elements)} members is 0..{limit}")
-    members = pc.split_pattern(pc.fill_null(values, ""), ",")
+    members = pc.split_pattern(pc.fill_null(values, string_scalar("")), ",")
     flat = pc.utf8_trim_whitespace(pc.list_flatten(members))
     found = _member_indexes(flat, elements)
-    unknown = pc.and_(pc.is_null(found), pc.not_equal(flat, ""))
+    unknown = pc.and_(pc.is_null(found), pc.not_equal(flat, string_scalar("")))
     bad_member = _first_true(unknown)
     if bad_member is not None:
         parents = pc.list_parent_indices(members).to_numpy()
@@ -609,7 +610,7 @@ def _duration(values: pa.Array, fsp: int) -> pa.Array:
         raise _BadValue(bad, values[bad].as_py(), "a TIME is [-]hh:mm:ss[.ffffff]")
 
     def number(name):
-        return pc.fill_null(pc.struct_field(parts, name), "0").to_numpy(zero_copy_only=False)
+        return pc.fill_null(pc.struct_field(parts, name), string_scalar("0")).to_numpy(zero_copy_only=False)
 
     h, m, s = (np.array([int(x or 0) for x in number(n)], dtype=np.int64) for n in ("h", "m", "s"))
     fraction = np.array([int((x or "").ljust(6, "0")) for x in number("f")], dtype=np.int64)
@@ -623,7 +624,7 @@ def _duration(values: pa.Array, fsp: int) -> pa.Array:
         row = int(bad_rows[0])
         raise _BadValue(row, values[row].as_py(), "a TIME is within -838:59:59..838:59:59 with minutes and "
                                                    "seconds under 60")
-    negative = pc.fill_null(pc.equal(pc.struct_field(parts, "sign"), "-"), False).to_numpy(zero_copy_only=False)
+    negative = pc.fill_null(pc.equal(pc.struct_field(parts, "sign"), string_scalar("-")), False).to_numpy(zero_copy_only=False)
     return pa.array(np.where(negative, -micros, micros), pa.int64(), mask=mask)
 
 

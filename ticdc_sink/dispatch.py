@@ -23,7 +23,7 @@ from .changes import ChangeBatch
 from .config import SinkConfig
 from .errors import ConfigError
 from .mysql_types import Column, TableSchema
-from .render import value_text
+from .render import join, value_text
 
 _KAFKA_FORBIDDEN = re.compile(r"[^a-zA-Z0-9._\-]")
 _KAFKA_TOPIC_MAX_LENGTH = 249
@@ -59,7 +59,7 @@ class TopicRouter:
         """The distinct topics of a batch and, per row, the index of its topic."""
         if "{" not in self.expression:
             return [self.expression], np.zeros(batch.num_rows, dtype=np.int32)
-        pairs = pc.binary_join_element_wise(batch.databases, batch.tables, "\x00")
+        pairs = join(batch.databases, "\x00", batch.tables)
         distinct = pc.unique(pairs)
         names = [self.topic_for(*pair.split("\x00")) for pair in distinct.to_pylist()]
         codes = pc.index_in(pairs, value_set=distinct).to_numpy(zero_copy_only=False).astype(np.int32)
@@ -141,7 +141,7 @@ def _crc_of_texts(texts: list, start: int) -> np.ndarray:
 
 
 def _table_hashes(databases: pa.Array, tables: pa.Array) -> np.ndarray:
-    pairs = pc.binary_join_element_wise(databases, tables, "")
+    pairs = join(databases, tables)
     distinct = pc.unique(pairs)
     crcs = np.array([zlib.crc32(s.encode()) for s in distinct.to_pylist()], dtype=np.uint32)
     return crcs[pc.index_in(pairs, value_set=distinct).to_numpy(zero_copy_only=False)]

@@ -11,6 +11,8 @@ How a protocol then writes the text (JSON strings, ...) lives in ``codec/``.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -94,7 +96,7 @@ def _int_parts(values: pa.Array) -> tuple[np.ndarray, np.ndarray | None]:
 
 def _fraction_text(fraction_us: np.ndarray, fsp: int, mask) -> pa.Array:
     digits = pa.array(fraction_us // 10 ** (6 - fsp), mask=mask).cast(pa.string())
-    return pc.binary_join_element_wise(".", pc.utf8_lpad(digits, fsp, "0"), "")
+    return join(".", pc.utf8_lpad(digits, fsp, "0"))
 
 
 def timestamp_text(values: pa.Array, fsp: int, time_zone: str | None) -> pa.Array:
@@ -106,10 +108,10 @@ def timestamp_text(values: pa.Array, fsp: int, time_zone: str | None) -> pa.Arra
         values = pc.local_timestamp(values.cast(pa.timestamp("us", tz=time_zone)))
     micros, mask = _int_parts(values)
     seconds = np.floor_divide(micros, 1_000_000)
-    text = pa.array(seconds, pa.int64(), mask=mask).cast(pa.timestamp("s")).cast(pa.string())
+    whole = pa.array(seconds, pa.int64(), mask=mask).cast(pa.timestamp("s")).cast(pa.string())
     if fsp == 0:
-        return text
-    return pc.binary_join_element_wise(text, _fraction_text(micros - seconds * 1_000_000, fsp, mask), "")
+        return whole
+    return join(whole, _fraction_text(micros - seconds * 1_000_000, fsp, mask))
 
 
 def duration_text(values: pa.Array, fsp: int) -> pa.Array:
@@ -124,11 +126,26 @@ def duration_text(values: pa.Array, fsp: int) -> pa.Array:
         return pc.utf8_lpad(pa.array(numbers, mask=mask).cast(pa.string()), 2, "0")
 
     sign = pa.array(np.where(micros < 0, "-", ""), pa.string())
-    text = pc.binary_join_element_wise(sign, two(hours), ":", two(minutes), ":", two(secs), "")
+    clock = join(sign, two(hours), ":", two(minutes), ":", two(secs))
     if fsp:
         fraction = magnitude - total_seconds * 1_000_000
-        text = pc.binary_join_element_wise(text, _fraction_text(fraction, fsp, mask), "")
-    return text
+        clock = join(clock, _fraction_text(fraction, fsp, mask))
+    return clock
+
+
+@functools.lru_cache(maxsize=1024)
+def string_scalar(constant: str) -> pa.Scalar:
+    """An Arrow string scalar: a Python str handed to a compute function costs a type inference
+    (about 0.2 ms each, pyarrow trying an optional import), which adds up over a batch's many calls."""
+    return pa.scalar(constant, pa.string())
+
+
+def join(*parts) -> pa.Array:
+    """Element-wise concatenation of string arrays and constant strings."""
+    return pc.binary_join_element_wise(*(string_scalar(p) if isinstance(p, str) else p for p in parts), _NOTHING)
+
+
+_NOTHING = pa.scalar("", pa.string())
 
 
 def as_string(values: pa.Array) -> pa.Array:

@@ -28,7 +28,7 @@ from ..dispatch import Routing
 from ..errors import ContractError
 from ..messages import Messages
 from ..mysql_types import TSO_LOGICAL_BITS, Column, TableSchema, tso_physical_ms
-from ..render import value_text
+from ..render import string_scalar, value_text
 from .base import Decoder, DDLEvent, Encoder, RowEvent, WatermarkEvent
 from .json_text import (changed_members_object, concat, json_fragments, latin1_json_fragments, object_parts,
                         quote_json, quoted_names_of)
@@ -100,7 +100,7 @@ class CanalJSONEncoder(Encoder):
             updates = pa.array(np.flatnonzero(is_update))
             old_frags = [self._fragments(batch.before[c.name].take(updates), c) for c in columns]
             old_doc = self._old_document([f.take(updates) for f in new_frags], old_frags)
-            old_json = pc.replace_with_mask(pa.repeat(pa.scalar("null"), batch.num_rows), pa.array(is_update),
+            old_json = pc.replace_with_mask(pa.repeat(string_scalar("null"), batch.num_rows), pa.array(is_update),
                                             old_doc)
 
         es = pa.array(batch.commit_ts >> np.uint64(TSO_LOGICAL_BITS)).cast(pa.string())
@@ -147,7 +147,7 @@ class CanalJSONEncoder(Encoder):
                 limit, wider = promotion
                 over = pc.fill_null(pc.greater(batch.columns[column.name], pa.scalar(limit, pa.uint64())), False)
                 if pc.any(over).as_py():
-                    code = pc.if_else(over, str(wider), str(base))
+                    code = pc.if_else(over, string_scalar(str(wider)), string_scalar(str(base)))
             parts += [("{" if i == 0 else ",") + name + ":", code]
         parts.append("}")
         return parts

@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..render import as_string
+from ..render import as_string, join, string_scalar
 
 _SHORT_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _OTHER_CONTROLS = [chr(c) for c in range(0x20) if chr(c) not in _SHORT_ESCAPES]
@@ -37,6 +37,7 @@ _TABLES = {html: str.maketrans(dict(pairs)) for html, pairs in _PAIRS.items()}
 _PATTERNS = {html: "[" + "".join(f"\\x{{{ord(c):x}}}" for c, _ in pairs) + "]" for html, pairs in _PAIRS.items()}
 _ESCAPE_BYTES = {html: [(raw.encode(), raw, escaped) for raw, escaped in pairs] for html, pairs in _PAIRS.items()}
 _MAX_ESCAPE_PASSES = 4
+_NULL = string_scalar("null")
 
 
 def quote_json(text: str, html: bool = True) -> str:
@@ -61,7 +62,7 @@ def quote_json_array(values: pa.Array, html: bool = True) -> pa.Array:
     else:
         for raw, escaped in present:
             values = pc.replace_substring(values, raw, escaped)
-    return pc.binary_join_element_wise('"', values, '"', "")
+    return join('"', values, '"')
 
 
 def _escapes_present(values: pa.Array, html: bool) -> list[tuple[str, str]]:
@@ -79,13 +80,13 @@ def json_fragments(text: pa.Array, escape: bool = True, html: bool = True) -> pa
 
     ``escape=False`` skips looking for characters to escape, for text known to have none.
     """
-    quoted = quote_json_array(text, html) if escape else pc.binary_join_element_wise('"', as_string(text), '"', "")
-    return pc.fill_null(quoted, "null")
+    quoted = quote_json_array(text, html) if escape else join('"', as_string(text), '"')
+    return pc.fill_null(quoted, _NULL)
 
 
 def bare_fragments(text: pa.Array) -> pa.Array:
     """JSON numbers from their text, ``null`` for nulls."""
-    return pc.fill_null(as_string(text), "null")
+    return pc.fill_null(as_string(text), _NULL)
 
 
 def base64_fragments(values: pa.Array) -> pa.Array:
@@ -102,20 +103,21 @@ def go_quote_body(data: bytes) -> str:
     Printable runes stay, ``"`` and ``\\`` get a backslash, ``\\a\\b\\f\\n\\r\\t\\v`` their
     short escapes, other control bytes and invalid UTF-8 bytes ``\\xNN``, other
     unprintable runes ``\\uNNNN``/``\\UNNNNNNNN`` (Python's ``isprintable`` and Go's
-    ``IsPrint`` agree on what is printable).
+    ``IsPrint`` agree on what is printable).  One translation does all but the
+    last kind, which is rare and goes rune by rune.
     """
+    quoted = data.decode("utf-8", "surrogateescape").translate(_GO_QUOTE_TABLE)
+    return quoted if quoted.isprintable() else _go_quote_runes(data)
+
+
+def _go_quote_runes(data: bytes) -> str:
     out = []
-    text = data.decode("utf-8", "surrogateescape")
-    for ch in text:
+    for ch in data.decode("utf-8", "surrogateescape"):
         code = ord(ch)
-        if 0xDC80 <= code <= 0xDCFF:  # an invalid UTF-8 byte
-            out.append(f"\\x{code - 0xDC00:02x}")
-        elif ch in _GO_SHORT_ESCAPES:
-            out.append(_GO_SHORT_ESCAPES[ch])
+        if code in _GO_QUOTE_TABLE:
+            out.append(_GO_QUOTE_TABLE[code])
         elif ch.isprintable():
             out.append(ch)
-        elif code < 0x20 or code == 0x7F:
-            out.append(f"\\x{code:02x}")
         elif code < 0x10000:
             out.append(f"\\u{code:04x}")
         else:
@@ -123,8 +125,14 @@ def go_quote_body(data: bytes) -> str:
     return "".join(out)
 
 
-_GO_SHORT_ESCAPES = {'"': '\\"', "\\": "\\\\", "\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n",
-                     "\r": "\\r", "\t": "\\t", "\v": "\\v"}
+# Characters that strconv.Quote escapes by a table: quotes, backslash, ASCII controls, and
+# invalid UTF-8 bytes (decoded with surrogateescape as U+DC80..U+DCFF).
+_GO_QUOTE_TABLE = {
+    **{c: f"\\x{c:02x}" for c in [*range(0x20), 0x7F]},
+    **{ord(k): v for k, v in {'"': '\\"', "\\": "\\\\", "\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n",
+                               "\r": "\\r", "\t": "\\t", "\v": "\\v"}.items()},
+    **{0xDC00 + b: f"\\x{b:02x}" for b in range(0x80, 0x100)},
+}
 
 
 def go_quoted_fragments(values: pa.Array, html: bool = True) -> pa.Array:
@@ -194,7 +202,7 @@ def latin1_json_fragments(values: pa.Array) -> pa.Array:
     Canal-JSON renders binary values this way (TiCDC's charmap.ISO8859_1 decoder).
     """
     inside = _substitute_bytes(values, _LATIN1_JSON)
-    return pc.fill_null(pc.binary_join_element_wise('"', inside, '"', ""), "null")
+    return pc.fill_null(join('"', inside, '"'), _NULL)
 
 
 # ---------------------------------------------------------------------------
@@ -210,8 +218,8 @@ def concat(parts: list, length: int) -> pa.Array:
         else:
             merged.append(part)
     if len(merged) == 1 and isinstance(merged[0], str):
-        return pa.repeat(pa.scalar(merged[0]), length)
-    return pc.binary_join_element_wise(*merged, "")
+        return pa.repeat(string_scalar(merged[0]), length)
+    return join(*merged)
 
 
 def quoted_names_of(names: pa.Array, html: bool = True) -> pa.Array | str:
@@ -239,7 +247,7 @@ def changed_members_object(heads: list[str], new: list[pa.Array], old: list[pa.A
     """``{head old tail,...}`` per row with only the members whose rendered value changed (TiCDC compares values)."""
     pieces = []
     for head, new_fragment, old_fragment in zip(heads, new, old):
-        piece = pc.binary_join_element_wise("," + head, old_fragment, tail, "")
-        pieces.append(pc.if_else(pc.equal(new_fragment, old_fragment), "", piece))
-    body = pc.utf8_slice_codeunits(pc.binary_join_element_wise(*pieces, ""), 1)
-    return pc.binary_join_element_wise(opening, body, closing, "")
+        piece = join("," + head, old_fragment, tail)
+        pieces.append(pc.if_else(pc.equal(new_fragment, old_fragment), string_scalar(""), piece))
+    body = pc.utf8_slice_codeunits(join(*pieces), 1)
+    return join(opening, body, closing)

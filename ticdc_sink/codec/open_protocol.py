@@ -38,7 +38,7 @@ from ..dispatch import Routing
 from ..errors import ContractError
 from ..messages import BROADCAST, Messages
 from ..mysql_types import FLAG_BINARY, FLAG_PRIMARY_KEY, Column, TableSchema
-from ..render import float_json_numbers, value_text
+from ..render import float_json_numbers, join, string_scalar, value_text
 from .base import Decoder, DDLEvent, Encoder, RowEvent, WatermarkEvent
 from .json_text import (base64_fragments, bare_fragments, changed_members_object, concat, go_quoted_fragments,
                         json_fragments, object_parts, quote_json, quoted_names_of)
@@ -88,15 +88,15 @@ class OpenProtocolEncoder(Encoder):
             handle = concat(object_parts([self._heads[i] for i in self._handle_positions],
                                          [fragments[i] for i in self._handle_positions], tail="}"), n)
             row = pc.if_else(pa.array(is_delete), handle, row)
-        opening = pc.if_else(pa.array(is_delete), '{"d":', '{"u":')
+        opening = pc.if_else(pa.array(is_delete), string_scalar('{"d":'), string_scalar('{"u":'))
         closing: pa.Array | str = "}"
         is_update = batch.ops == OP_UPDATE
         if has_old and is_update.any():
             updates = pa.array(np.flatnonzero(is_update))
             old = [self._fragments(batch.before[c.name].take(updates), c) for c in columns]
             old_object = self._old_object([f.take(updates) for f in fragments], old)
-            with_old = pc.binary_join_element_wise(',"p":', old_object, "}", "")
-            closing = pc.replace_with_mask(pa.repeat(pa.scalar("}"), n), pa.array(is_update), with_old)
+            with_old = join(',"p":', old_object, "}")
+            closing = pc.replace_with_mask(pa.repeat(string_scalar("}"), n), pa.array(is_update), with_old)
         return concat([opening, row, closing], n)
 
     def _old_object(self, new: list[pa.Array], old: list[pa.Array]) -> pa.Array:
