@@ -345,7 +345,7 @@ def fault(flag, *, partition=None, attempt=None, at_id=None, delay=0.0, kill_pid
         return True
 
     # Nondeterministic, so Spark keeps it after the repartition, in the writing tasks.
-    return F.udf(keep, T.BooleanType()).asNondeterministic()
+    return F.udf(keep, T.BooleanType(), useArrow=False).asNondeterministic()
 
 
 def run_stream(spark, feed, checkpoint, sink_options, keep=None, partitions=2, pad=0):

@@ -279,7 +279,7 @@ def explain_topic(messages: list, protocol: str) -> None:
         keys, values = split_frame(first.key()), split_frame(first.value(), versioned=False)
         say(f"an Open Protocol message packs events ({len(keys)} here): its key is the version (8 bytes "
             "big-endian, 1) then each event key after its 8-byte length, its value each event value after its "
-            "length")
+            "length; below, the events of one message share its partition@offset")
         for number, (key, value) in enumerate(zip(keys, values), start=1):
             print(f"  event {number} key:   {_wire_text(key)}")
             print(f"  event {number} value: {_wire_text(value)}", flush=True)
