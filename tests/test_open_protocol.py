@@ -20,8 +20,8 @@ from pyspark.sql import types as T
 from changefeed import build, schema
 from ticdc_sink.codec import decoder_for, encoder_for
 from ticdc_sink.codec.base import DDLEvent, RowEvent, WatermarkEvent
-from ticdc_sink.codec.json_text import go_quote_body
-from ticdc_sink.codec.open_protocol import go_unquote_body, split_frame
+from ticdc_sink.codec.json_text import go_quote_body, go_unquote_body
+from ticdc_sink.codec.open_protocol import split_frame
 from ticdc_sink.ddl import DDLChange, classify
 from ticdc_sink.dispatch import Routing
 from ticdc_sink.errors import ContractError, MessageTooLargeError

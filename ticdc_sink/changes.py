@@ -624,7 +624,8 @@ def _duration(values: pa.Array, fsp: int) -> pa.Array:
         row = int(bad_rows[0])
         raise _BadValue(row, values[row].as_py(), "a TIME is within -838:59:59..838:59:59 with minutes and "
                                                    "seconds under 60")
-    negative = pc.fill_null(pc.equal(pc.struct_field(parts, "sign"), string_scalar("-")), False).to_numpy(zero_copy_only=False)
+    negative = pc.fill_null(pc.equal(pc.struct_field(parts, "sign"), string_scalar("-")), False)
+    negative = negative.to_numpy(zero_copy_only=False)
     return pa.array(np.where(negative, -micros, micros), pa.int64(), mask=mask)
 
 

@@ -48,11 +48,16 @@ def float_text(values: pa.Array, bits: int, nan_as_zero: bool = False) -> pa.Arr
     return text
 
 
+# Go's JSON writers switch to the exponent form for magnitudes outside [1e-6, 1e21).
+_JSON_PLAIN_FROM, _JSON_PLAIN_BELOW = 1e-6, 1e21
+
+
 def go_json_float_text(value: float, bits: int) -> str:
     """A finite float as Go's JSON writers print it: ``'f'`` text, but the shortest exponent
     form below 1e-6 and from 1e21, with ``e-07`` cut to ``e-7``."""
     number = np.float32(value) if bits == 32 else np.float64(value)
-    low, high = (np.float32(1e-6), np.float32(1e21)) if bits == 32 else (1e-6, 1e21)
+    low, high = (np.float32(_JSON_PLAIN_FROM), np.float32(_JSON_PLAIN_BELOW)) if bits == 32 \
+        else (_JSON_PLAIN_FROM, _JSON_PLAIN_BELOW)
     if number == 0 or low <= abs(number) < high:
         return go_float_text(value, bits)
     text = np.format_float_scientific(number, unique=True, trim="-", exp_digits=2)
@@ -66,7 +71,7 @@ def float_json_numbers(values: pa.Array, bits: int) -> pa.Array:
     which TiCDC writes in their place."""
     text = float_text(values, bits, nan_as_zero=True)
     magnitude = pc.abs(values.cast(pa.float32() if bits == 32 else pa.float64()))
-    small, large = (pa.scalar(x, magnitude.type) for x in (1e-6, 1e21))
+    small, large = (pa.scalar(x, magnitude.type) for x in (_JSON_PLAIN_FROM, _JSON_PLAIN_BELOW))
     exponent = pc.fill_null(pc.and_(pc.is_finite(magnitude), pc.and_(
         pc.not_equal(magnitude, pa.scalar(0, magnitude.type)),
         pc.or_(pc.less(magnitude, small), pc.greater_equal(magnitude, large)))), False)
@@ -142,10 +147,8 @@ def string_scalar(constant: str) -> pa.Scalar:
 
 def join(*parts) -> pa.Array:
     """Element-wise concatenation of string arrays and constant strings."""
-    return pc.binary_join_element_wise(*(string_scalar(p) if isinstance(p, str) else p for p in parts), _NOTHING)
-
-
-_NOTHING = pa.scalar("", pa.string())
+    return pc.binary_join_element_wise(*(string_scalar(p) if isinstance(p, str) else p for p in parts),
+                                       string_scalar(""))
 
 
 def as_string(values: pa.Array) -> pa.Array:

@@ -18,6 +18,8 @@ import pyarrow.compute as pc
 
 _MAX_VARINT_BYTES = 10
 _NULL_BRANCH = pa.scalar(b"\x00", pa.binary())  # union branch 0 (null) as a zig-zag varint
+_VALUE_BRANCH = pa.scalar(b"\x02", pa.binary())  # union branch 1
+_NO_BYTES = pa.scalar(b"", pa.binary())
 
 
 def varints(numbers: np.ndarray) -> pa.Array:
@@ -44,9 +46,9 @@ def varints(numbers: np.ndarray) -> pa.Array:
 def length_prefixed(values: pa.Array) -> pa.Array:
     """Avro ``string``/``bytes`` encodings: the byte length as a varint, then the bytes (nulls as empty)."""
     data = values.cast(pa.binary()) if not pa.types.is_binary(values.type) else values
-    data = pc.fill_null(data, pa.scalar(b"", pa.binary()))
+    data = pc.fill_null(data, _NO_BYTES)
     lengths = pc.binary_length(data).to_numpy(zero_copy_only=False)
-    return pc.binary_join_element_wise(varints(lengths), data, pa.scalar(b"", pa.binary()))
+    return pc.binary_join_element_wise(varints(lengths), data, _NO_BYTES)
 
 
 def fixed_width(values: pa.Array, dtype: str) -> pa.Array:
@@ -80,5 +82,5 @@ def _unscaled(value: Decimal, scale: int) -> int:
 
 def nullable(encoded: pa.Array, is_null: pa.Array) -> pa.Array:
     """The ``["null", T]`` union: branch 0 for a null, else branch 1 (``0x02``) and the value's encoding."""
-    present = pc.binary_join_element_wise(pa.scalar(b"\x02", pa.binary()), encoded, pa.scalar(b"", pa.binary()))
+    present = pc.binary_join_element_wise(_VALUE_BRANCH, encoded, _NO_BYTES)
     return pc.if_else(is_null, _NULL_BRANCH, present)

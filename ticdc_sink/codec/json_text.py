@@ -12,6 +12,7 @@ one Arrow call.
 from __future__ import annotations
 
 import base64
+import re
 from typing import Any
 
 import numpy as np
@@ -135,6 +136,28 @@ _GO_QUOTE_TABLE = {
 }
 
 
+_GO_ESCAPE = re.compile(r'\\(x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|[abfnrtv\\"\'])')
+_GO_SHORT = {"a": b"\a", "b": b"\b", "f": b"\f", "n": b"\n", "r": b"\r", "t": b"\t", "v": b"\v", "\\": b"\\",
+             '"': b'"', "'": b"'"}
+
+
+def go_unquote_body(text: str) -> bytes:
+    """The bytes that Go's ``strconv.Quote`` body ``text`` stands for."""
+    out, position = [], 0
+    for match in _GO_ESCAPE.finditer(text):
+        out.append(text[position:match.start()].encode("utf-8"))
+        escape = match.group(1)
+        if escape[0] == "x":
+            out.append(bytes([int(escape[1:], 16)]))
+        elif escape[0] in "uU":
+            out.append(chr(int(escape[1:], 16)).encode("utf-8"))
+        else:
+            out.append(_GO_SHORT[escape])
+        position = match.end()
+    out.append(text[position:].encode("utf-8"))
+    return b"".join(out)
+
+
 def go_quoted_fragments(values: pa.Array, html: bool = True) -> pa.Array:
     """JSON strings of ``go_quote_body`` of each binary value (Open Protocol's BINARY/VARBINARY).
 
@@ -144,11 +167,12 @@ def go_quoted_fragments(values: pa.Array, html: bool = True) -> pa.Array:
     if isinstance(values, pa.ChunkedArray):
         values = values.combine_chunks()
     plain = pc.fill_null(pc.match_substring_regex(values, '^[\\x20-\\x21\\x23-\\x5b\\x5d-\\x7e]*$'), True)
-    text = values.cast(pa.string(), safe=False) if pc.all(plain).as_py() else None
-    if text is None:
-        others = values.filter(pc.invert(plain)).to_pylist()
+    if pc.all(plain).as_py():
+        text = values.cast(pa.string())
+    else:
+        quoted = pa.array([go_quote_body(v) for v in values.filter(pc.invert(plain)).to_pylist()], pa.string())
         text = pc.replace_with_mask(pc.if_else(plain, values, pa.scalar(b"", values.type)).cast(pa.string()),
-                                    pc.invert(plain), pa.array([go_quote_body(v) for v in others], pa.string()))
+                                    pc.invert(plain), quoted)
     return json_fragments(text, html=html)
 
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import json
-import re
 import struct
 from decimal import Decimal
 from typing import Any
@@ -37,11 +36,14 @@ from ..ddl import ACTION_CODES, DDLChange
 from ..dispatch import Routing
 from ..errors import ContractError
 from ..messages import BROADCAST, Messages
-from ..mysql_types import FLAG_BINARY, FLAG_PRIMARY_KEY, Column, TableSchema
+from ..mysql_types import (FLAG_BINARY, FLAG_PRIMARY_KEY, TYPE_BIT, TYPE_BLOB, TYPE_DATE, TYPE_DATETIME,
+                           TYPE_DOUBLE, TYPE_ENUM, TYPE_FLOAT, TYPE_INT24, TYPE_LONG, TYPE_LONG_BLOB, TYPE_LONGLONG,
+                           TYPE_MEDIUM_BLOB, TYPE_NEWDECIMAL, TYPE_SET, TYPE_SHORT, TYPE_STRING, TYPE_TIMESTAMP,
+                           TYPE_TINY, TYPE_TINY_BLOB, TYPE_VARCHAR, TYPE_YEAR, Column, TableSchema)
 from ..render import float_json_numbers, join, string_scalar, value_text
 from .base import Decoder, DDLEvent, Encoder, RowEvent, WatermarkEvent
 from .json_text import (base64_fragments, bare_fragments, changed_members_object, concat, go_quoted_fragments,
-                        json_fragments, object_parts, quote_json, quoted_names_of)
+                        go_unquote_body, json_fragments, object_parts, quote_json, quoted_names_of)
 
 VERSION = 1
 ROW_EVENT, DDL_EVENT, RESOLVED_EVENT = 1, 2, 3
@@ -300,8 +302,9 @@ def _typed(columns: dict | None) -> dict | None:
     return {name: decode_value(c["v"], c["t"], c["f"]) for name, c in columns.items()}
 
 
-_NUMBER_CODES = {1, 2, 3, 8, 9, 13, 16, 247, 248}
-_BLOB_CODES = {249, 250, 251, 252}
+_NUMBER_CODES = {TYPE_TINY, TYPE_SHORT, TYPE_LONG, TYPE_LONGLONG, TYPE_INT24, TYPE_YEAR, TYPE_BIT, TYPE_ENUM,
+                 TYPE_SET}
+_BLOB_CODES = {TYPE_TINY_BLOB, TYPE_MEDIUM_BLOB, TYPE_LONG_BLOB, TYPE_BLOB}
 
 
 def decode_value(value: Any, code: int, flag: int) -> Any:
@@ -310,39 +313,17 @@ def decode_value(value: Any, code: int, flag: int) -> Any:
         return None
     if code in _NUMBER_CODES:
         return int(value)
-    if code in (4, 5):
+    if code in (TYPE_FLOAT, TYPE_DOUBLE):
         return float(value)
-    if code == 246:
+    if code == TYPE_NEWDECIMAL:
         return Decimal(value)
-    if code == 10:
+    if code == TYPE_DATE:
         return dt.date.fromisoformat(value)
-    if code in (7, 12):
+    if code in (TYPE_TIMESTAMP, TYPE_DATETIME):
         return dt.datetime.fromisoformat(value)
     if code in _BLOB_CODES:
         data = base64.b64decode(value)
         return data if flag & FLAG_BINARY else data.decode("utf-8")
-    if code in (15, 254) and flag & FLAG_BINARY:
+    if code in (TYPE_VARCHAR, TYPE_STRING) and flag & FLAG_BINARY:
         return go_unquote_body(value)
     return value
-
-
-_GO_ESCAPE = re.compile(r'\\(x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|[abfnrtv\\"\'])')
-_GO_SHORT = {"a": b"\a", "b": b"\b", "f": b"\f", "n": b"\n", "r": b"\r", "t": b"\t", "v": b"\v", "\\": b"\\",
-             '"': b'"', "'": b"'"}
-
-
-def go_unquote_body(text: str) -> bytes:
-    """The bytes that Go's ``strconv.Quote`` body ``text`` stands for."""
-    out, position = [], 0
-    for match in _GO_ESCAPE.finditer(text):
-        out.append(text[position:match.start()].encode("utf-8"))
-        escape = match.group(1)
-        if escape[0] == "x":
-            out.append(bytes([int(escape[1:], 16)]))
-        elif escape[0] in "uU":
-            out.append(chr(int(escape[1:], 16)).encode("utf-8"))
-        else:
-            out.append(_GO_SHORT[escape])
-        position = match.end()
-    out.append(text[position:].encode("utf-8"))
-    return b"".join(out)
