@@ -77,3 +77,21 @@ def topic(request) -> str:
     """A fresh topic name per test."""
     name = request.node.name.replace("[", "-").replace("]", "").replace("_", "-")[:80]
     return f"t{int(time.time())}-{next(_topic_numbers)}-{name}"
+
+
+@pytest.fixture
+def under_test(request, protocol):
+    """The ``protocol`` of a test run for every protocol, with a registry (a fresh test double) for avro."""
+    from protocols import ProtocolUnderTest
+
+    registry = request.getfixturevalue("schema_registry").url if protocol == "avro" else None
+    return ProtocolUnderTest(protocol, registry)
+
+
+@pytest.fixture
+def schema_registry():
+    """A fresh Schema Registry TEST DOUBLE (tests/schema_registry_double.py): ids start at 1."""
+    from schema_registry_double import SchemaRegistryDouble
+
+    with SchemaRegistryDouble() as double:
+        yield double

@@ -310,8 +310,8 @@ def test_the_implemented_protocols_are_the_codec_registry():
 
 @pytest.mark.parametrize("protocol", IMPLEMENTED_PROTOCOLS)
 def test_every_implemented_protocol(protocol):
-    topic = "t_{schema}_{table}"
-    assert parse_options(with_base(protocol=protocol, topic=topic)).protocol == protocol
+    registry = {"schema-registry": "http://sr:8081"} if protocol == "avro" else {}
+    assert parse_options(with_base(protocol=protocol, topic="t_{schema}_{table}", **registry)).protocol == protocol
 
 
 @pytest.mark.parametrize("protocol", [p for p in PROTOCOLS if p not in IMPLEMENTED_PROTOCOLS])
@@ -538,16 +538,17 @@ def test_topic_is_stripped():
     assert parse(topic="  orders  ").topic == "orders"
 
 
-@pytest.mark.usefixtures("every_protocol_available")
+AVRO = {"protocol": "avro", "schema-registry": "http://sr:8081"}
+
+
 @pytest.mark.parametrize("topic", ["tidb_{schema}_{table}", "{schema}{table}", "{schema}.{table}.avro"])
 def test_avro_topic_with_schema_and_table(topic):
-    assert parse_options(with_base(protocol="avro", topic=topic)).topic == topic
+    assert parse_options(with_base(**AVRO, topic=topic)).topic == topic
 
 
-@pytest.mark.usefixtures("every_protocol_available")
 @pytest.mark.parametrize("topic", ["orders", "{schema}", "{table}", "tidb_{schema}", "x_{table}"])
 def test_avro_refuses_topic_without_schema_and_table(topic):
-    err = error(with_base(protocol="avro", topic=topic))
+    err = error(with_base(**AVRO, topic=topic))
     assert err.option == "topic"
     assert "{schema}" in str(err) and "{table}" in str(err)
     assert "avro" in str(err)
@@ -557,6 +558,32 @@ def test_avro_refuses_topic_without_schema_and_table(topic):
 @pytest.mark.parametrize("protocol", ["open-protocol", "canal-json", "debezium", "simple"])
 def test_other_protocols_accept_a_fixed_topic(protocol):
     assert parse(protocol=protocol, topic="fixed").topic == "fixed"
+
+
+def test_avro_needs_a_registry_url():
+    err = error(with_base(protocol="avro", topic="{schema}_{table}"))
+    assert str(err) == ("option 'schema-registry' is not set: required with protocol=avro: the Confluent Schema "
+                        "Registry URL, e.g. http://registry:8081")
+
+
+@pytest.mark.parametrize("url", ["sr:8081", "ftp://sr", "http://", "http://sr:8081,sr2:8081"])
+def test_the_registry_url_is_http_or_https(url):
+    err = error(with_base(**{**AVRO, "schema-registry": url}, topic="{schema}_{table}"))
+    assert err.option == "schema-registry" and "http:// or https://" in str(err)
+
+
+def test_registry_client_settings_are_collected_and_their_secrets_masked():
+    c = parse_options(with_base(**{**AVRO, "schema-registry": "https://u:pw@sr:8081"}, topic="{schema}_{table}",
+                                **{"schema-registry.basic.auth.user.info": "u:pw",
+                                   "Schema-Registry.ssl.ca.location": "/ca.pem"}))
+    assert c.schema_registry_settings == (("basic.auth.user.info", "u:pw"), ("ssl.ca.location", "/ca.pem"))
+    assert "pw" not in repr(c)
+    assert "ssl.ca.location', '/ca.pem'" in repr(c)
+
+
+def test_other_protocols_ignore_a_registry_as_ticdc_does():
+    c = parse_options(with_base(**{"schema-registry": "http://sr:8081", "schema-registry.timeout": "5"}))
+    assert c.protocol == "canal-json" and c.schema_registry == "http://sr:8081"
 
 
 def test_default_topic():
@@ -834,8 +861,8 @@ def test_invalid_time_zone(zone):
 
 
 def test_string_options_are_kept():
-    c = parse(database="shop", table="orders", cluster_id="c1", avro_namespace="ns",
-              schema_registry="http://sr:8081", primary_key=" id ", unique_keys="uk(email)")
+    c = parse(database="shop", table="orders", cluster_id="c1", avro_namespace="ns", protocol="avro",
+              topic="{schema}_{table}", schema_registry="http://sr:8081", primary_key=" id ", unique_keys="uk(email)")
     assert (c.database, c.table, c.cluster_id, c.avro_namespace) == ("shop", "orders", "c1", "ns")
     assert c.schema_registry == "http://sr:8081"
     assert c.primary_key == "id"

@@ -23,6 +23,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ticdc_sink.broker import BrokerProxy
+from protocols import CANAL, ProtocolUnderTest
 from ticdc_sink.codec import IMPLEMENTED_PROTOCOLS, decoder_for
 from ticdc_sink.codec.base import RowEvent, WatermarkEvent
 from ticdc_sink.config import parse_options
@@ -49,8 +50,8 @@ def protocol(request) -> str:
     return request.param
 
 
-def options(bootstrap: str, topic: str, protocol: str = "canal-json", **extra) -> dict:
-    return {"kafka.bootstrap.servers": bootstrap, "protocol": protocol, "topic": topic,
+def options(bootstrap: str, topic: str, protocol: ProtocolUnderTest = CANAL, **extra) -> dict:
+    return {"kafka.bootstrap.servers": bootstrap, **protocol.options(topic),
             "database": "shop", "table": "orders", "primary-key": "id", "partition": "index-value",
             "enable-tidb-extension": "true", "broker-timeout-ms": "10000", **extra}
 
@@ -65,14 +66,14 @@ def record_batches(ids, size: int = 50) -> list[pa.RecordBatch]:
             for i in range(0, len(data), size)]
 
 
-def events_of(bootstrap: str, topic: str, protocol: str, expect: int = 1) -> list:
+def events_of(bootstrap: str, topic: str, protocol: ProtocolUnderTest, expect: int = 1) -> list:
     """The events a read_committed consumer sees, once at least ``expect`` messages arrived and 2 s passed."""
-    decoder = decoder_for(protocol)
-    return [e for m in read_messages(bootstrap, topic, idle_seconds=2, expect=expect)
+    decoder = protocol.decoder()
+    return [e for m in read_messages(bootstrap, protocol.kafka_topic(topic), idle_seconds=2, expect=expect)
             for e in decoder.decode(m.key(), m.value())]
 
 
-def row_ids(bootstrap: str, topic: str, expect: int, protocol: str = "canal-json") -> list[int]:
+def row_ids(bootstrap: str, topic: str, expect: int, protocol: ProtocolUnderTest = CANAL) -> list[int]:
     """Ids of the row events a read_committed consumer sees, once at least ``expect`` messages arrived."""
     return [e.columns["id"] for e in events_of(bootstrap, topic, protocol, expect) if isinstance(e, RowEvent)]
 
@@ -86,11 +87,11 @@ def committed_marker(bootstrap: str, group: str, partition: int = 0,
         consumer.close()
 
 
-def watermarks(bootstrap: str, topic: str, expect: int, protocol: str = "canal-json") -> list[int]:
+def watermarks(bootstrap: str, topic: str, expect: int, protocol: ProtocolUnderTest = CANAL) -> list[int]:
     return [e.ts for e in events_of(bootstrap, topic, protocol, expect) if isinstance(e, WatermarkEvent)]
 
 
-def plan_for(broker, topic, protocol: str = "canal-json", **extra) -> WritePlan:
+def plan_for(broker, topic, protocol: ProtocolUnderTest = CANAL, **extra) -> WritePlan:
     return WritePlan.for_schema(parse_options(options(broker.bootstrap_servers, topic, protocol, **extra)), SCHEMA)
 
 
@@ -105,8 +106,8 @@ QUERY_ID = str(uuid.uuid4())
 
 
 def test_a_replay_of_a_partition_committed_whole_is_discarded_and_the_next_batch_written(
-        broker, topic, protocol, hides_aborted_transactions):
-    plan = plan_for(broker, topic, protocol)
+        broker, topic, under_test, hides_aborted_transactions):
+    plan = plan_for(broker, topic, under_test)
     query = str(uuid.uuid4())
     first = plan.write(record_batches(range(1, 101)), a_query(plan, 5, query_id=query))
     assert (first.rows, first.messages > 0, first.replayed) == (100, True, False)
@@ -122,16 +123,16 @@ def test_a_replay_of_a_partition_committed_whole_is_discarded_and_the_next_batch
 
     plan.write(record_batches(range(101, 111)), a_query(plan, 6, query_id=query))
     assert committed_marker(broker.bootstrap_servers, group) == 7
-    ids = row_ids(broker.bootstrap_servers, topic, 1, protocol)
+    ids = row_ids(broker.bootstrap_servers, topic, 1, under_test)
     assert set(ids) == set(range(1, 111))
     if not hides_aborted_transactions:
         pytest.skip("no loss checked; that the replay's copy stays hidden is not: " + ABORT_ISOLATION_GAP)
     assert sorted(ids) == list(range(1, 111))
 
 
-def test_a_retry_after_an_attempt_whose_input_was_cut_short_commits_every_row(broker, topic, protocol, caplog):
+def test_a_retry_after_an_attempt_whose_input_was_cut_short_commits_every_row(broker, topic, under_test, caplog):
     """pyspark ends a writer's input cleanly when an operator before the sink fails: that attempt commits."""
-    plan = plan_for(broker, topic, protocol)
+    plan = plan_for(broker, topic, under_test)
     task = a_query(plan, 0, query_id=str(uuid.uuid4()))
     cut_short = plan.write(record_batches(range(1, 61)), task)  # Spark counts this attempt as failed
     assert (cut_short.rows, cut_short.messages > 0, cut_short.replayed) == (60, True, False)
@@ -141,7 +142,7 @@ def test_a_retry_after_an_attempt_whose_input_was_cut_short_commits_every_row(br
         assert (retry.rows, retry.messages > 0, retry.replayed, retry.repeated_rows) == (100, True, False, 60)
         plan.commit([retry])
     assert committed_marker(broker.bootstrap_servers, task.marker_group, partition=2) == 100
-    counts = collections.Counter(row_ids(broker.bootstrap_servers, topic, 1, protocol))
+    counts = collections.Counter(row_ids(broker.bootstrap_servers, topic, 1, under_test))
     assert set(counts) == set(range(1, 101))  # no loss
     assert sorted(i for i, n in counts.items() if n == 2) == list(range(1, 61))  # only the cut-short rows repeat
     driver_warning = [r.getMessage() for r in caplog.records if "micro-batch 0" in r.getMessage()]
@@ -155,13 +156,13 @@ def test_a_retry_after_an_attempt_whose_input_was_cut_short_commits_every_row(br
     assert committed_marker(broker.bootstrap_servers, task.marker_group, partition=2) == 100
 
 
-def test_a_batch_older_than_the_partitions_last_commit_sends_nothing(broker, topic, protocol):
-    plan = plan_for(broker, topic, protocol)
+def test_a_batch_older_than_the_partitions_last_commit_sends_nothing(broker, topic, under_test):
+    plan = plan_for(broker, topic, under_test)
     query = str(uuid.uuid4())
     plan.write(record_batches(range(1, 11)), a_query(plan, 4, query_id=query))
     older = plan.write(record_batches(range(1, 6)), a_query(plan, 3, query_id=query))
     assert (older.rows, older.messages, older.replayed) == (5, 0, True)
-    assert sorted(row_ids(broker.bootstrap_servers, topic, 1, protocol)) == list(range(1, 11))
+    assert sorted(row_ids(broker.bootstrap_servers, topic, 1, under_test)) == list(range(1, 11))
 
 
 def test_a_marker_topic_with_too_few_partitions_grows_or_is_named_in_the_error(broker, topic):
@@ -197,13 +198,15 @@ def test_a_new_query_with_the_same_prefix_does_not_read_the_old_markers(broker, 
     assert not second.replayed and sorted(row_ids(broker.bootstrap_servers, topic, 20)) == list(range(1, 21))
 
 
-def test_the_driver_sends_a_batchs_control_events_once(broker, topic, protocol):
-    plan = plan_for(broker, topic, protocol)
+def test_the_driver_sends_a_batchs_control_events_once(broker, topic, under_test):
+    plan = plan_for(broker, topic, under_test)
     query = str(uuid.uuid4())
     report = plan.write(record_batches(range(1, 11)), a_query(plan, 3, query_id=query))
     assert plan.commit([report]) == BASE_TS + 10
     plan.commit([report])  # the driver crashed after sending: the replay sends nothing
-    assert watermarks(broker.bootstrap_servers, topic, 1, protocol) == [BASE_TS + 10] * report.topics[topic]
+    marks = watermarks(broker.bootstrap_servers, topic, 1, under_test)
+    written = report.topics[under_test.kafka_topic(topic)]
+    assert marks == ([BASE_TS + 10] * written if under_test.carries.watermarks else [])
 
 
 @pytest.mark.parametrize("delivery", ["exactly-once", "at-least-once"])
@@ -312,11 +315,11 @@ def test_a_task_failing_after_it_sent_rows_aborts_and_its_retry_loses_nothing(br
     assert sorted(ids) == list(range(1, 201))
 
 
-def test_at_least_once_needs_no_transactions(broker, topic, protocol):
-    plan = plan_for(broker, topic, protocol, delivery="at-least-once")
+def test_at_least_once_needs_no_transactions(broker, topic, under_test):
+    plan = plan_for(broker, topic, under_test, delivery="at-least-once")
     report = plan.write(record_batches(range(1, 21)))  # no task identity needed: no transactional.id
     assert report.identity is None and report.rows == 20
-    assert sorted(row_ids(broker.bootstrap_servers, topic, 1, protocol)) == list(range(1, 21))
+    assert sorted(row_ids(broker.bootstrap_servers, topic, 1, under_test)) == list(range(1, 21))
 
 
 # -- Spark, with faults

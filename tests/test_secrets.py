@@ -130,7 +130,7 @@ def test_the_config_keeps_the_real_values():
 
 
 @pytest.mark.parametrize("name", ["sasl-password", "kafka_sasl_password", "ssl.key.password", "oauth-client-secret",
-                                  "api-token", "schema-registry.basic.auth.user.info"])
+                                  "api-token", "schema-registry-basic-auth-user-info"])
 def test_an_unknown_option_named_like_a_secret_is_masked(name):
     with pytest.raises(ConfigError) as info:
         parse_options({**BASE, name: "Unknown-Secret-4719"})

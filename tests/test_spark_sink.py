@@ -10,7 +10,8 @@ import pytest
 from pyspark.errors import PySparkException
 from pyspark.sql import types as T
 
-from ticdc_sink.codec import IMPLEMENTED_PROTOCOLS, decoder_for
+from protocols import CANAL, ProtocolUnderTest
+from ticdc_sink.codec import IMPLEMENTED_PROTOCOLS
 from ticdc_sink.codec.base import DDLEvent, RowEvent, WatermarkEvent
 from ticdc_sink.kafka_io import read_messages
 
@@ -31,25 +32,32 @@ CHANGES = T.StructType([
 BASE_TS = 450_000_000_000_000_000
 
 
+def row_columns(change: dict) -> dict:
+    """The table columns of a change as the decoders give them back (TIMESTAMP in UTC, naive)."""
+    return {**{k: v for k, v in change.items() if not k.startswith("_")},
+            "seen": change["seen"].astimezone(dt.timezone.utc).replace(tzinfo=None)}
+
+
 def row(i: int, name: str = "n", op: str = "INSERT", ts: int = 0, before: dict | None = None) -> dict:
     return {"_op": op, "_commit_ts": BASE_TS + ts, "_before": before, "id": i, "name": f"{name}{i}",
             "amount": Decimal(f"{i}.25"), "seen": dt.datetime(2024, 5, 1, 10, 0, i % 60, tzinfo=dt.timezone.utc)}
 
 
-def sink_options(broker, topic: str, protocol: str = "canal-json", **extra) -> dict:
-    return {"kafka.bootstrap.servers": broker.bootstrap_servers, "protocol": protocol, "topic": topic,
+def sink_options(broker, topic: str, protocol: ProtocolUnderTest = CANAL, **extra) -> dict:
+    return {"kafka.bootstrap.servers": broker.bootstrap_servers, **protocol.options(topic),
             "database": "shop", "table": "orders", "primary-key": "id", "broker-timeout-ms": "10000", **extra}
 
 
-def decoded(broker, topic: str, expect: int, idle: float = 1.0, protocol: str = "canal-json",
+def decoded(broker, topic: str, expect: int, idle: float = 1.0, protocol: ProtocolUnderTest = CANAL,
             ) -> list[tuple[int, object]]:
     """(partition, event) for every event of the topic, in partition order; there must be ``expect`` events.
 
     Reads until the first message arrived, then until ``idle`` seconds pass without more
     (the writes are over: everything is in the topic).
     """
-    decoder = decoder_for(protocol)
-    messages = read_messages(broker.bootstrap_servers, topic, idle_seconds=idle, expect=min(expect, 1))
+    decoder = protocol.decoder()
+    messages = read_messages(broker.bootstrap_servers, protocol.kafka_topic(topic), idle_seconds=idle,
+                             expect=min(expect, 1))
     events = [(m.partition(), e) for m in messages for e in decoder.decode(m.key(), m.value())]
     assert len(events) == expect, f"{len(events)} event(s) in {topic}, expected {expect}"
     return events
@@ -61,11 +69,12 @@ def write_batch(spark, rows, options, schema=CHANGES, partitions=2):
 
 
 @pytest.mark.parametrize("protocol", IMPLEMENTED_PROTOCOLS)
-def test_batch_write_found_by_name_round_trips(spark, broker, topic, protocol):
+def test_batch_write_found_by_name_round_trips(spark, broker, topic, under_test):
     rows = [row(i, ts=i) for i in range(1, 41)]
-    write_batch(spark, rows, sink_options(broker, topic, protocol, **{"enable-tidb-extension": "true",
-                                                                      "partition": "index-value"}))
-    events = decoded(broker, topic, expect=40 + 3, protocol=protocol)  # the rows and a watermark per partition
+    options = sink_options(broker, topic, under_test, **{"enable-tidb-extension": "true", "partition": "index-value"})
+    write_batch(spark, rows, options)
+    marks = 3 if under_test.carries.watermarks else 0  # one per partition
+    events = decoded(broker, topic, expect=40 + marks, protocol=under_test)
     dml = [(p, e) for p, e in events if isinstance(e, RowEvent)]
     assert sorted(e.columns["id"] for _, e in dml) == list(range(1, 41))
     first = next(e for _, e in dml if e.columns["id"] == 7)
@@ -73,14 +82,13 @@ def test_batch_write_found_by_name_round_trips(spark, broker, topic, protocol):
                              "seen": dt.datetime(2024, 5, 1, 10, 0, 7)}
     assert first.commit_ts == BASE_TS + 7 and first.primary_keys == ["id"]
     # One watermark per partition, after that partition's rows, with the batch's max commit ts.
-    for partition in range(3):
+    for partition in range(marks):
         in_partition = [e for p, e in events if p == partition]
         assert isinstance(in_partition[-1], WatermarkEvent) and in_partition[-1].ts == BASE_TS + 40
         assert sum(isinstance(e, WatermarkEvent) for e in in_partition) == 1
     # The same key always lands on the same partition.
-    write_batch(spark, [row(7, name="again", ts=100)], sink_options(broker, topic, protocol, **{
-        "enable-tidb-extension": "true", "partition": "index-value"}))
-    sevens = {p for p, e in decoded(broker, topic, expect=43 + 1 + 3, protocol=protocol)
+    write_batch(spark, [row(7, name="again", ts=100)], options)
+    sevens = {p for p, e in decoded(broker, topic, expect=2 * marks + 41, protocol=under_test)
               if isinstance(e, RowEvent) and e.columns["id"] == 7}
     assert len(sevens) == 1
 
@@ -95,12 +103,8 @@ def test_register_is_safe_where_spark_already_found_the_source(spark, broker, to
     assert [e.columns["id"] for _, e in decoded(broker, topic, expect=1)] == [1]
 
 
-# Where each protocol sends a DDL event, and its DDL type for ADD COLUMN.
-DDL_OF_PROTOCOL = {"canal-json": ([0], "ALTER"), "open-protocol": ([0, 1], 5)}
-
-
 @pytest.mark.parametrize("protocol", IMPLEMENTED_PROTOCOLS)
-def test_streaming_micro_batches_with_updates_deletes_and_ddl(spark, broker, topic, tmp_path, protocol):
+def test_streaming_micro_batches_with_updates_deletes_and_ddl(spark, broker, topic, tmp_path, under_test):
     # DDL rows leave the table columns null, so they are nullable here; the primary key is NOT NULL anyway.
     nullable = [T.StructField(f.name, f.dataType) for f in COLUMNS]
     schema = T.StructType([*CHANGES.fields[:2], T.StructField("_before", T.StructType(nullable)), *nullable,
@@ -117,31 +121,35 @@ def test_streaming_micro_batches_with_updates_deletes_and_ddl(spark, broker, top
         spark.createDataFrame(records, schema).coalesce(1).write.parquet(str(tmp_path / "feed" / f"b={number}"))
     stream = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1) \
         .option("recursiveFileLookup", "true").parquet(str(tmp_path / "feed"))
-    query = stream.writeStream.format("ticdc").options(**sink_options(broker, topic, protocol, **{
+    query = stream.writeStream.format("ticdc").options(**sink_options(broker, topic, under_test, **{
         "enable-tidb-extension": "true", "partition-num": "2"})) \
         .option("checkpointLocation", str(tmp_path / "chk")).trigger(availableNow=True).start()
     query.awaitTermination(120)
     assert query.exception() is None
     assert [p["numInputRows"] for p in query.recentProgress if p["numInputRows"]] == [5, 2, 2]
 
-    ddl_partitions, ddl_type = DDL_OF_PROTOCOL[protocol]
+    carries = under_test.carries
+    ddl_partitions, ddl_type = carries.ddl or ([], None)
     # the rows, the DDL where the protocol sends it, a watermark per partition and batch
-    events = decoded(broker, topic, expect=8 + len(ddl_partitions) + 3 * 2, protocol=protocol)
+    events = decoded(broker, topic, expect=8 + len(ddl_partitions) + 3 * 2 * carries.watermarks, protocol=under_test)
     rows = [e for _, e in events if isinstance(e, RowEvent)]
     assert sorted((e.type, e.columns["id"]) for e in rows) == sorted(
         [("INSERT", i) for i in range(1, 7)] + [("UPDATE", 1), ("DELETE", 2)])
     update = next(e for e in rows if e.type == "UPDATE")
-    assert update.old["name"] == "n1" and update.columns["name"] == "paid1"
+    assert update.columns["name"] == "paid1"
+    assert update.old["name"] == "n1" if carries.old_values else update.old is None
+    delete = next(e for e in rows if e.type == "DELETE")
+    assert delete.columns == (row_columns(row(2)) if carries.whole_deleted_row else {"id": 2})
     ddl = [(p, e) for p, e in events if isinstance(e, DDLEvent)]
     assert [(p, e.type, e.query, e.commit_ts) for p, e in ddl] == [
         (p, ddl_type, "ALTER TABLE orders ADD COLUMN note TEXT", BASE_TS + 20) for p in ddl_partitions]
     # Watermarks: after every micro-batch, on both partitions, never decreasing.
     for partition in (0, 1):
         marks = [e.ts for p, e in events if p == partition and isinstance(e, WatermarkEvent)]
-        assert marks == [BASE_TS + 5, BASE_TS + 11, BASE_TS + 20]
+        assert marks == ([BASE_TS + 5, BASE_TS + 11, BASE_TS + 20] if carries.watermarks else [])
     # The DDL follows the DML of its micro-batch in partition 0.
     partition0 = [e for p, e in events if p == 0]
-    ddl_at = next(i for i, e in enumerate(partition0) if isinstance(e, DDLEvent))
+    ddl_at = next((i for i, e in enumerate(partition0) if isinstance(e, DDLEvent)), len(partition0))
     assert all(not (isinstance(e, RowEvent) and e.commit_ts == BASE_TS + 19) for e in partition0[ddl_at:])
 
 

@@ -24,7 +24,8 @@ from .redact import mask
 log = logging.getLogger(__name__)
 
 PROTOCOLS = ("open-protocol", "canal-json", "avro", "debezium", "simple")
-IMPLEMENTED_PROTOCOLS = ("open-protocol", "canal-json")  # those with a codec in ticdc_sink.codec (a test keeps them in step)
+# The protocols with a codec in ticdc_sink.codec (a test keeps the two in step).
+IMPLEMENTED_PROTOCOLS = ("open-protocol", "canal-json", "avro")
 DISPATCHERS = ("default", "table", "index-value", "ts", "columns")
 DELIVERY_MODES = ("exactly-once", "at-least-once")
 ORDER_CHECKS = ("warn", "error", "off")
@@ -61,6 +62,8 @@ class SinkConfig:
     protocol: str
     topic: str
     kafka_settings: tuple[tuple[str, str], ...] = ()
+    # ``schema-registry.<setting>`` options: confluent-kafka SchemaRegistryClient settings (TLS, basic auth, ...).
+    schema_registry_settings: tuple[tuple[str, str], ...] = ()
     default_topic: str | None = None
     enable_tidb_extension: bool = False
     max_message_bytes: int = 10 * 1024 * 1024
@@ -125,7 +128,7 @@ class SinkConfig:
         shown = []
         for f in fields(self):
             value = getattr(self, f.name)
-            if f.name == "kafka_settings":
+            if f.name in _SETTINGS_FIELDS:
                 value = tuple((setting, mask(setting, v)) for setting, v in value)
             else:
                 value = mask(_option_name(f), value)
@@ -148,8 +151,9 @@ def _option_name(f) -> str:
     return f.name.replace("_", "-")
 
 
-# Option name -> SinkConfig field; ``sink-uri`` and ``kafka.*`` are handled apart.
-_FIELDS = {_option_name(f): f for f in fields(SinkConfig) if f.name != "kafka_settings"}
+# Option name -> SinkConfig field; ``sink-uri``, ``kafka.*`` and ``schema-registry.*`` are handled apart.
+_SETTINGS_FIELDS = ("kafka_settings", "schema_registry_settings")
+_FIELDS = {_option_name(f): f for f in fields(SinkConfig) if f.name not in _SETTINGS_FIELDS}
 KNOWN_OPTIONS = tuple(sorted(set(_FIELDS) | {"sink-uri"}))
 
 _TRUE = {"1", "t", "true"}
@@ -231,6 +235,7 @@ def parse_options(options: Mapping[str, str]) -> SinkConfig:
     given = {str(k).lower(): str(v) for k, v in options.items() if v is not None}
     values: dict[str, str] = {}
     kafka: dict[str, str] = {}
+    registry: dict[str, str] = {}
 
     if "sink-uri" in given:
         uri_options, uri_kafka = parse_sink_uri(given["sink-uri"])
@@ -250,12 +255,19 @@ def parse_options(options: Mapping[str, str]) -> SinkConfig:
             _check_agrees(key, value, kafka.get(setting))
             kafka[setting] = value
             continue
+        if key.startswith("schema-registry."):
+            setting = key[len("schema-registry."):]
+            if not setting:
+                raise ConfigError(key, value, "write schema-registry.<client setting>, e.g. "
+                                              "schema-registry.basic.auth.user.info")
+            registry[setting] = value
+            continue
         if key not in _FIELDS:
             raise ConfigError(key, value, f"unknown option; {_suggest(key)}")
         _check_agrees(key, value, values.get(key))
         values[key] = value
 
-    return _build(values, kafka)
+    return _build(values, kafka, registry)
 
 
 def parse_protocol(value: str) -> str:
@@ -267,7 +279,7 @@ def parse_protocol(value: str) -> str:
     return protocol
 
 
-def _build(values: dict[str, str], kafka: dict[str, str]) -> SinkConfig:
+def _build(values: dict[str, str], kafka: dict[str, str], registry: dict[str, str]) -> SinkConfig:
     # The protocol first: without its codec no other option can be used, and the
     # rules of some (an avro topic) would send the user after the wrong fix.
     if "protocol" not in values:
@@ -334,6 +346,7 @@ def _build(values: dict[str, str], kafka: dict[str, str]) -> SinkConfig:
         )
     if parsed["protocol"] == "avro" and not _AVRO_TOPIC_EXPRESSION.match(topic):
         raise ConfigError("topic", topic, "the avro protocol needs a topic expression with {schema} and {table}")
+    _check_schema_registry(parsed)
     if "{" not in topic and not _TOPIC_NAME.match(topic):
         raise ConfigError("topic", topic, "a Kafka topic name is 1..249 characters of [A-Za-z0-9._-]")
     default_topic = parsed.get("default_topic")
@@ -360,7 +373,23 @@ def _build(values: dict[str, str], kafka: dict[str, str]) -> SinkConfig:
             raise ConfigError(
                 f"kafka.{setting}", kafka[setting], "the sink always uses the idempotent producer with acks=all"
             )
-    return SinkConfig(kafka_settings=tuple(sorted(kafka.items())), **parsed)
+    return SinkConfig(kafka_settings=tuple(sorted(kafka.items())),
+                      schema_registry_settings=tuple(sorted(registry.items())), **parsed)
+
+
+def _check_schema_registry(parsed: dict[str, object]) -> None:
+    """Avro needs a registry URL (the other protocols ignore one, as TiCDC does)."""
+    url = parsed.get("schema_registry")
+    if parsed["protocol"] != "avro":
+        return
+    if not url:
+        raise ConfigError("schema-registry", None, "required with protocol=avro: the Confluent Schema Registry "
+                                                   "URL, e.g. http://registry:8081")
+    for one in str(url).split(","):
+        parts = urlsplit(one.strip())
+        if parts.scheme.lower() not in ("http", "https") or not parts.netloc:
+            raise ConfigError("schema-registry", url, "an http:// or https:// URL (several joined by commas), "
+                                                      "e.g. http://user:password@registry:8081")
 
 
 def require_table_names(config: SinkConfig, has_schema_column: bool, has_table_column: bool) -> None:

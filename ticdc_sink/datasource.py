@@ -16,6 +16,7 @@ from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, DataSource
 
 from .config import SPARK_OWN_OPTIONS, parse_options
 from .errors import ConfigError, TiCDCSinkError
+from .codec import encoder_for
 from .kafka_io import check_brokers
 from .writer import TaskReport, WritePlan, arrow_schema_of, rows_to_record_batches
 
@@ -61,10 +62,12 @@ class TiCDCDataSource(DataSource):
             raise ConfigError("mode", "overwrite", "a change feed can only be appended: use mode('append')")
         # A batch write is one job (also inside foreachBatch): its transactions get names of their own.
         plan = self._plan(schema, job_id=uuid.uuid4().hex)
-        # Once, before any task: tasks would each wait out broker-timeout-ms, and their retries again.
+        # Once, before any task (brokers, and the schema registry for avro): tasks would each wait out
+        # broker-timeout-ms, and their retries again.
         # (Not in streamWriter: pyspark builds one for every commit and abort too, where the task's own
         # error must stay the one reported.)
         check_brokers(plan.config)
+        encoder_for(plan.config, plan.layout.table).check_services()
         return TiCDCBatchWriter(plan)
 
     def streamWriter(self, schema, overwrite: bool):

@@ -161,6 +161,24 @@ def as_string(values: pa.Array) -> pa.Array:
 
 
 # ---------------------------------------------------------------------------
+# ENUM and SET by name
+
+def enum_names(values: pa.Array, elements: tuple[str, ...]) -> pa.Array:
+    """The member name of each ENUM index (index 0, MySQL's error value, is ``''``)."""
+    return pa.array(("", *elements), pa.string()).take(values)
+
+
+def set_names(values: pa.Array, elements: tuple[str, ...]) -> pa.Array:
+    """The member names of each SET bitmask, in definition order, joined by commas."""
+    bits = pc.fill_null(values, 0).to_numpy(zero_copy_only=False).astype(np.uint64)
+    members = [pa.array(np.where(bits >> np.uint64(i) & np.uint64(1), f"{name},", ""), pa.string())
+               for i, name in enumerate(elements)]
+    listed = join(*members) if members else pa.repeat(string_scalar(""), len(values))
+    names = pc.utf8_slice_codeunits(listed, 0, -1)  # the last member's comma
+    return pc.if_else(values.is_null(), pa.scalar(None, pa.string()), names)
+
+
+# ---------------------------------------------------------------------------
 # Any column
 
 def value_text(values: pa.Array, mysql_type: MySQLType, time_zone: str = "UTC",

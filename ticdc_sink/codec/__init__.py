@@ -7,12 +7,14 @@ from typing import Any, Callable
 from ..config import IMPLEMENTED_PROTOCOLS, SinkConfig, parse_protocol
 from ..mysql_types import TableSchema
 from .base import Decoder, DDLEvent, Encoder, RowEvent, WatermarkEvent, wall_clock_ms
+from .avro import AvroDecoder, AvroEncoder
 from .canal_json import CanalJSONDecoder, CanalJSONEncoder
 from .open_protocol import OpenProtocolDecoder, OpenProtocolEncoder
 
 _CODECS: dict[str, tuple[type[Encoder], type[Decoder]]] = {
     "open-protocol": (OpenProtocolEncoder, OpenProtocolDecoder),
     "canal-json": (CanalJSONEncoder, CanalJSONDecoder),
+    "avro": (AvroEncoder, AvroDecoder),
 }
 
 
@@ -26,10 +28,13 @@ def encoder_for(config: SinkConfig, table: TableSchema | None, *, clock: Callabl
     return _codec(config.protocol)[0](config, table, clock=clock, registry=registry)
 
 
-def decoder_for(config: SinkConfig | str) -> Decoder:
-    """The decoder of a sink's config, or of a protocol by name with its default settings."""
+def decoder_for(config: SinkConfig | str, *, schema_registry: str | None = None) -> Decoder:
+    """The decoder of a sink's config, or of a protocol by name with its default settings
+    (avro: and the URL of the registry its schemas are in)."""
     if isinstance(config, str):
-        return _codec(config)[1]()
+        if schema_registry is None:
+            return _codec(config)[1]()
+        config = SinkConfig(protocol=parse_protocol(config), topic="", schema_registry=schema_registry)
     return _codec(config.protocol)[1](config)
 
 

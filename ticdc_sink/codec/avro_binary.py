@@ -65,10 +65,44 @@ def booleans(values: pa.Array) -> pa.Array:
 
 
 def decimal_bytes(values: pa.Array, scale: int) -> pa.Array:
-    """Avro ``bytes`` with logicalType ``decimal``: the unscaled value, big-endian two's complement, minimal."""
+    """Avro ``bytes`` with logicalType ``decimal``: the unscaled value, big-endian two's complement, minimal.
+
+    A ``decimal128`` column of that scale already holds the unscaled values as
+    16-byte little-endian two's complement, so its bytes are cut, not computed;
+    wider decimals go through Python integers.
+    """
+    if pa.types.is_decimal128(values.type) and values.type.scale == scale:
+        return length_prefixed(_minimal_twos_complement(values))
     unscaled = [0 if v is None else _unscaled(v, scale) for v in values.to_pylist()]
     raw = [n.to_bytes((n + (n < 0)).bit_length() // 8 + 1, "big", signed=True) for n in unscaled]
     return length_prefixed(pa.array(raw, pa.binary()))
+
+
+def _minimal_twos_complement(values: pa.Array) -> pa.Array:
+    """The fewest big-endian bytes of each 128-bit unscaled value that keep its sign (nulls as 0)."""
+    count = len(values)
+    words = np.frombuffer(values.buffers()[1], dtype=np.uint8)[values.offset * 16:(values.offset + count) * 16]
+    big_endian = words.reshape(count, 16)[:, ::-1]
+    if values.null_count:
+        big_endian = np.where(values.is_null().to_numpy(zero_copy_only=False)[:, None], 0, big_endian)
+    sign = np.where(big_endian[:, :1] >= 0x80, 0xFF, 0x00).astype(np.uint8)
+    # Leading bytes that only repeat the sign can go, as long as the next byte still shows the sign.
+    repeats = np.minimum(np.argmin(np.c_[big_endian == sign, np.zeros((count, 1), bool)], axis=1), 15)
+    next_byte = big_endian[np.arange(count), repeats]
+    repeats -= (repeats > 0) & ((next_byte & 0x80) != (sign[:, 0] & 0x80))
+    keep = np.arange(16) >= repeats[:, None]
+    offsets = np.zeros(count + 1, dtype=np.int32)
+    np.cumsum(16 - repeats, out=offsets[1:])
+    return pa.BinaryArray.from_buffers(pa.binary(), count,
+                                       [None, pa.py_buffer(offsets), pa.py_buffer(big_endian[keep].tobytes())])
+
+
+def unsigned_bytes(values: pa.Array, width: int) -> pa.Array:
+    """Avro ``bytes`` of unsigned integers, each exactly ``width`` big-endian bytes (nulls as 0)."""
+    numbers = pc.fill_null(values, 0).to_numpy(zero_copy_only=False).astype(">u8")
+    data = numbers.view(np.uint8).reshape(len(numbers), 8)[:, 8 - width:]
+    fixed = pa.FixedSizeBinaryArray.from_buffers(pa.binary(width), len(numbers), [None, pa.py_buffer(data.tobytes())])
+    return length_prefixed(fixed.cast(pa.binary()))
 
 
 def _unscaled(value: Decimal, scale: int) -> int:

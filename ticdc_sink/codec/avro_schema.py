@@ -34,6 +34,11 @@ EXTENSION_FIELDS = [
 ]
 
 
+def _escape_member(member: str) -> str:
+    """An ENUM/SET member in ``allowed``, as TiCDC's ``EscapeEnumAndSetOptions`` writes it."""
+    return member.replace(",", "\\,").replace("\\'", "'").replace("''", "'")
+
+
 def sanitize_name(name: str) -> str:
     """An Avro name from a TiDB one: a first character outside ``[A-Za-z_]`` gets ``_`` before it
     (digits are kept, anything else becomes that ``_``), others outside ``[A-Za-z0-9_]`` become ``_``."""
@@ -63,7 +68,7 @@ def column_type(column: Column, config: SinkConfig) -> dict[str, Any]:
     if t.kind == "bit":
         parameters["length"] = str(t.length)
     if t.kind in ("enum", "set"):
-        parameters["allowed"] = ",".join(e.replace(",", "\\,") for e in t.elements)
+        parameters["allowed"] = ",".join(_escape_member(e) for e in t.elements)
     parameters["tidb_type"] = tidb
     result: dict[str, Any] = {"type": avro, "connect.parameters": dict(sorted(parameters.items()))}
     if t.kind == "decimal":

@@ -40,6 +40,9 @@ class Encoder(ABC):
         """What is still pending at the end of the task (a protocol that packs rows into frames)."""
         return None
 
+    def check_services(self) -> None:
+        """Fail at once, on the driver, when a service the protocol needs (a schema registry) cannot be used."""
+
     def check_ddl(self, ddl: DDLChange) -> None:
         """Refuse, on the executor, a DDL row that ``encode_ddl`` would refuse on the driver."""
 

@@ -1,0 +1,56 @@
+"""Each protocol as the tests that run for every protocol see it: its options, its topic and what it carries.
+
+The facts come from the protocol documents: Avro sends no DDL or watermark
+events, no old values, and a delete as its key; its topic must name the schema
+and the table, and it needs a schema registry (here the test double).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ticdc_sink.codec import decoder_for
+from ticdc_sink.codec.base import Decoder
+
+
+@dataclass(frozen=True)
+class Carries:
+    old_values: bool  # an update's old row
+    whole_deleted_row: bool  # a delete's every column, else only its key
+    watermarks: bool
+    ddl: tuple[list[int], object] | None  # the partitions of a DDL event (of 2) and its type for ADD COLUMN
+
+
+CARRIES = {
+    "canal-json": Carries(True, True, True, ([0], "ALTER")),
+    "open-protocol": Carries(True, True, True, ([0, 1], 5)),
+    "avro": Carries(False, False, False, None),
+}
+
+
+@dataclass(frozen=True)
+class ProtocolUnderTest:
+    name: str
+    registry_url: str | None = None  # the Schema Registry test double, for avro
+    database: str = "shop"
+    table: str = "orders"
+
+    @property
+    def carries(self) -> Carries:
+        return CARRIES[self.name]
+
+    def options(self, topic: str) -> dict:
+        """``protocol``, ``topic`` (avro: an expression that gives ``kafka_topic(topic)``) and the registry."""
+        if self.name != "avro":
+            return {"protocol": self.name, "topic": topic}
+        return {"protocol": "avro", "topic": topic + "_{schema}_{table}", "schema-registry": self.registry_url}
+
+    def kafka_topic(self, topic: str) -> str:
+        """Where the rows of database.table go with ``options(topic)``."""
+        return f"{topic}_{self.database}_{self.table}" if self.name == "avro" else topic
+
+    def decoder(self) -> Decoder:
+        return decoder_for(self.name, schema_registry=self.registry_url)
+
+
+CANAL = ProtocolUnderTest("canal-json")

@@ -1,0 +1,293 @@
+"""TiCDC's Avro protocol with a Confluent Schema Registry (spec: ticdc-avro-protocol.md; reference section 4).
+
+Every row is one Kafka message in the Confluent wire format: byte 0, the
+schema's registry id as a big-endian int32, then the Avro binary of a record.
+The key is a record of the handle-key columns (the primary key, else the NOT
+NULL unique key TiDB uses as the handle; a table with neither has no key); the
+value is a record of every column, followed with ``enable-tidb-extension`` by
+``_tidb_op`` (``c``/``u``), ``_tidb_commit_ts`` and
+``_tidb_commit_physical_time``.  A delete is its key with a null value (a
+tombstone).  The schemas are registered under ``<topic>-key`` and
+``<topic>-value``, so a topic carries one table.  Avro has no DDL or
+watermark events.
+
+Records are built a column at a time (``avro_binary``): each column becomes
+per-row Avro fragments and a record is their concatenation, as the JSON
+protocols build their messages.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import json
+import logging
+import re
+import struct
+from decimal import Decimal
+from typing import Any, Callable
+
+import fastavro
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..changes import OP_DELETE, OP_UPDATE, ChangeBatch
+from ..config import SinkConfig
+from ..dispatch import Routing
+from ..errors import ConfigError
+from ..messages import Messages
+from ..mysql_types import TSO_LOGICAL_BITS, Column, TableSchema
+from ..render import decimal_text, enum_names, set_names, value_text
+from ..schema_registry import SchemaRegistry, subject
+from .avro_binary import (decimal_bytes, fixed_width, length_prefixed, nullable, unsigned_bytes, varints)
+from .avro_schema import EXTENSION_FIELDS, column_field, record, schema_text
+from .base import Decoder, Encoder, RowEvent
+
+log = logging.getLogger(__name__)
+
+MAGIC_BYTE = 0
+_HEADER = struct.Struct(">bI")
+_NO_BYTES = pa.scalar(b"", pa.binary())
+_OP_FRAGMENTS = pa.array([b"\x02c", b"\x02u"], pa.binary())  # _tidb_op "c" / "u" as Avro strings
+
+
+def confluent_header(schema_id: int) -> bytes:
+    """The wire format's first five bytes: the magic byte and the schema id."""
+    return _HEADER.pack(MAGIC_BYTE, schema_id)
+
+
+class AvroEncoder(Encoder):
+    """Keys and values of one table shape, with the schemas registered once per topic and task."""
+
+    def __init__(self, config: SinkConfig, table: TableSchema | None, **context):
+        super().__init__(config, table, **context)
+        self._own_registry: SchemaRegistry | None = None
+        if table is None:  # control events only, and Avro has none
+            return
+        if self.registry is None:  # the client checks its settings here; it connects on first use
+            self.registry = self._own_registry = SchemaRegistry(config)
+        self._key_columns = [c for c in table.columns if c.handle_key]
+        self._key_fields = [column_field(c, config) for c in self._key_columns]
+        self._value_fields = [column_field(c, config) for c in table.columns]
+        if config.enable_tidb_extension:
+            self._value_fields += EXTENSION_FIELDS
+        self._headers: dict[tuple[str, str, str], tuple[bytes | None, bytes]] = {}
+        self._warned_keyless_delete = False
+
+    def encode_rows(self, batch: ChangeBatch, routing: Routing) -> Messages:
+        """One message per row: a key (none for a keyless table) and a value (none for a delete)."""
+        n = batch.num_rows
+        fragments = {c.name: column_binary(batch.columns[c.name], c, self.config) for c in self.table.columns}
+        body = [fragments[c.name] for c in self.table.columns]
+        if self.config.enable_tidb_extension:
+            body += self._extension_fragments(batch)
+        headers = [self._schema_headers(topic, *_table_of(batch, routing, index))
+                   for index, topic in enumerate(routing.topics)]
+        values = _with_header([h[1] for h in headers], routing, _concat(body, n))
+        is_delete = batch.ops == OP_DELETE
+        if is_delete.any():
+            values = pc.if_else(pa.array(is_delete), pa.scalar(None, pa.binary()), values)
+        keys = None
+        if self._key_columns:
+            keys = _with_header([h[0] for h in headers], routing,
+                                _concat([fragments[c.name] for c in self._key_columns], n))
+        elif is_delete.any() and not self._warned_keyless_delete:
+            self._warned_keyless_delete = True
+            row = int(np.flatnonzero(is_delete)[0])
+            log.warning("ticdc sink: table %s.%s has no primary key and no NOT NULL unique key, so its Avro "
+                        "deletes are messages with neither key nor value, as TiCDC writes them (row %s); declare "
+                        "the key with the primary-key or unique-keys option", batch.databases[row].as_py(),
+                        batch.tables[row].as_py(), batch.row_key(row))
+        return Messages(routing.topics, routing.topic_of_message, routing.partition_of_row, keys, values,
+                        np.arange(n))
+
+    def _extension_fragments(self, batch: ChangeBatch) -> list[pa.Array]:
+        op = _OP_FRAGMENTS.take(pa.array((batch.ops == OP_UPDATE).astype(np.int8)))
+        commit_ts = batch.commit_ts.view(np.int64)
+        return [op, varints(commit_ts), varints(commit_ts >> TSO_LOGICAL_BITS)]
+
+    def _schema_headers(self, topic: str, database: str, table: str) -> tuple[bytes | None, bytes]:
+        """The key's and the value's header for a topic, registering the schemas the first time."""
+        cached = self._headers.get((topic, database, table))
+        if cached is None:
+            key = None
+            if self._key_fields:  # TiCDC registers the key first
+                key = confluent_header(self.registry.register(
+                    subject(topic, "key"), schema_text(record(table, database, self._key_fields, self.config)),
+                    f"the key schema of {database}.{table}"))
+            value = confluent_header(self.registry.register(
+                subject(topic, "value"), schema_text(record(table, database, self._value_fields, self.config)),
+                f"the value schema of {database}.{table}"))
+            cached = self._headers[(topic, database, table)] = (key, value)
+        return cached
+
+    def finish(self) -> None:
+        """Close the registry client this encoder opened (one handed in belongs to the caller)."""
+        if self._own_registry is not None:
+            self._own_registry.close()
+
+    def check_services(self) -> None:
+        if self.registry is not None:
+            self.registry.check_reachable()
+
+
+def _table_of(batch: ChangeBatch, routing: Routing, topic_index: int) -> tuple[str, str]:
+    """The one table whose rows go to a topic: its schemas are the topic's subjects."""
+    databases, tables = batch.databases, batch.tables
+    if len(routing.topics) > 1:
+        rows = pa.array(np.flatnonzero(routing.topic_of_row == topic_index))
+        databases, tables = databases.take(rows), tables.take(rows)
+    if len(pc.unique(databases)) > 1 or len(pc.unique(tables)) > 1:
+        pairs = pc.unique(pc.binary_join_element_wise(databases, tables, pa.scalar(".", pa.string())))
+        if len(pairs) > 1:
+            raise ConfigError("topic", None if batch.num_rows == 0 else routing.topics[topic_index],
+                              f"tables {pairs[0].as_py()} and {pairs[1].as_py()} both go to this topic; the avro "
+                              "protocol registers one table's schemas per topic (<topic>-key, <topic>-value): use "
+                              "a topic expression that keeps them apart")
+    return databases[0].as_py(), tables[0].as_py()
+
+
+def _concat(fragments: list[pa.Array], length: int) -> pa.Array:
+    if not fragments:
+        return pa.repeat(_NO_BYTES, length)
+    return pc.binary_join_element_wise(*fragments, _NO_BYTES)
+
+
+def _with_header(headers: list[bytes], routing: Routing, records: pa.Array) -> pa.Array:
+    header = pa.scalar(headers[0], pa.binary()) if len(headers) == 1 \
+        else pa.array(headers, pa.binary()).take(pa.array(routing.topic_of_row))
+    return pc.binary_join_element_wise(header, records, _NO_BYTES)
+
+
+def column_binary(values: pa.Array, column: Column, config: SinkConfig) -> pa.Array:
+    """The Avro encoding of each row's value of a column, as its field (union for a nullable column)."""
+    encoded = _value_binary(values, column, config)
+    return nullable(encoded, values.is_null()) if column.nullable else encoded
+
+
+def _value_binary(values: pa.Array, column: Column, config: SinkConfig) -> pa.Array:
+    """TiCDC's Avro value of each row (reference section 4, "Column -> Avro type"), encoded."""
+    t = column.type
+    if t.is_integer or t.kind == "year":
+        numbers = pc.fill_null(values, 0).to_numpy(zero_copy_only=False)
+        if t.kind == "bigint" and t.unsigned:
+            if config.avro_bigint_unsigned_handling_mode == "string":
+                return length_prefixed(values.cast(pa.string()))
+            numbers = numbers.astype(np.uint64).view(np.int64)  # TiCDC keeps the 64 bits: 2^64-1 is -1
+        return varints(numbers)
+    if t.kind in ("float", "double"):
+        return fixed_width(values, "<f4" if t.kind == "float" else "<f8")
+    if t.kind == "decimal":
+        if config.avro_decimal_handling_mode == "string":
+            return length_prefixed(decimal_text(values))
+        return decimal_bytes(values, t.decimals)
+    if t.kind == "bit":
+        return unsigned_bytes(values, (t.length + 7) // 8)
+    if t.kind == "enum":
+        return length_prefixed(enum_names(values, t.elements))
+    if t.kind == "set":
+        return length_prefixed(set_names(values, t.elements))
+    # Text, binary strings (bytes), JSON, dates and times (TiDB's text).
+    return length_prefixed(value_text(values, t, config.time_zone))
+
+
+# ---------------------------------------------------------------------------
+# Decoding
+
+
+class AvroDecoder(Decoder):
+    """Reads keys and values through the registry and restores each column's TiDB value.
+
+    Values come back as the other decoders give them, by the field's
+    ``tidb_type``: integers (ENUM index, SET bitmask, BIT, YEAR and BIGINT
+    UNSIGNED as the unsigned number), floats, ``Decimal``, ``date``, naive
+    ``datetime``, ``str`` for TIME, JSON and text, ``bytes`` for binary
+    strings.  Without the TiDB extension an update reads as INSERT and no
+    commit ts is known; a delete carries the key columns only.
+    """
+
+    def __init__(self, config: SinkConfig | None = None, registry: SchemaRegistry | None = None):
+        super().__init__(config)
+        self._registry = registry
+        self._readers: dict[int, _Reader] = {}
+
+    def decode(self, key: bytes | None, value: bytes | None) -> list[RowEvent]:
+        if value is None:
+            if key is None:  # a keyless table's delete: nothing to read
+                return []
+            reader, columns, _ = self._read(key)
+            return [reader.event("DELETE", columns, columns, None)]
+        reader, columns, extension = self._read(value)
+        key_columns = self._read(key)[1] if key is not None else {}
+        kind = {"c": "INSERT", "u": "UPDATE"}.get(extension.get("_tidb_op"), "INSERT")
+        return [reader.event(kind, columns, key_columns, extension.get("_tidb_commit_ts"))]
+
+    def _read(self, data: bytes) -> tuple["_Reader", dict[str, Any], dict[str, Any]]:
+        if len(data) < _HEADER.size or data[0] != MAGIC_BYTE:
+            raise ValueError(f"not a Confluent Avro message (magic byte 0, schema id, record): {data[:8]!r}")
+        schema_id = _HEADER.unpack_from(data)[1]
+        reader = self._readers.get(schema_id)
+        if reader is None:
+            if self._registry is None:
+                if self.config is None or not self.config.schema_registry:
+                    raise ConfigError("schema-registry", None, "decoding avro needs the registry the schemas are "
+                                                               "in: decoder_for('avro', schema_registry=URL)")
+                self._registry = SchemaRegistry(self.config)
+            reader = self._readers[schema_id] = _Reader(self._registry.schema_text(schema_id))
+        return reader.read(data[_HEADER.size:])
+
+
+class _Reader:
+    """One registered schema: its fastavro form and a converter to TiDB values per field."""
+
+    def __init__(self, text: str):
+        schema = json.loads(text)
+        self.table = schema["name"]
+        self.database = schema.get("namespace", "").partition(".")[2]
+        self._parsed = fastavro.parse_schema(schema)
+        self._converters = {f["name"]: _converter(f["type"]) for f in schema["fields"]
+                            if f["name"] not in _EXTENSION_NAMES}
+
+    def read(self, payload: bytes) -> tuple["_Reader", dict[str, Any], dict[str, Any]]:
+        record_ = fastavro.schemaless_reader(io.BytesIO(payload), self._parsed, None)
+        columns = {name: None if record_[name] is None else convert(record_[name])
+                   for name, convert in self._converters.items()}
+        return self, columns, {name: record_[name] for name in _EXTENSION_NAMES if name in record_}
+
+    def event(self, kind: str, columns: dict, key_columns: dict, commit_ts: int | None) -> RowEvent:
+        return RowEvent(type=kind, database=self.database, table=self.table, commit_ts=commit_ts,
+                        columns=columns, primary_keys=list(key_columns))
+
+
+_EXTENSION_NAMES = tuple(f["name"] for f in EXTENSION_FIELDS)
+_MEMBER_SEPARATOR = re.compile(r"(?<!\\),")
+
+
+def _converter(avro_type: Any) -> Callable[[Any], Any]:
+    """How a field's Avro value becomes the TiDB value, by its ``tidb_type`` (and ``allowed``)."""
+    if isinstance(avro_type, list):  # ["null", T]
+        avro_type = next(t for t in avro_type if t != "null")
+    parameters = avro_type.get("connect.parameters", {})
+    tidb_type = parameters.get("tidb_type", "")
+    if tidb_type == "BIGINT UNSIGNED":
+        return lambda v: int(v) % 2**64  # string mode's text, or long mode's 64 bits
+    if tidb_type == "DECIMAL":
+        return Decimal
+    if tidb_type == "BIT":
+        return lambda v: int.from_bytes(v, "big")
+    if tidb_type in ("ENUM", "SET"):
+        members = _allowed(parameters.get("allowed", ""))
+        if tidb_type == "ENUM":
+            return lambda v: members.index(v) + 1 if v in members else 0
+        return lambda v: sum(1 << members.index(m) for m in v.split(",") if m in members)
+    if tidb_type == "DATE":
+        return dt.date.fromisoformat
+    if tidb_type in ("DATETIME", "TIMESTAMP"):
+        return dt.datetime.fromisoformat
+    return lambda v: v
+
+
+def _allowed(text: str) -> list[str]:
+    """ENUM/SET members from ``allowed``: joined by commas, a comma inside a member written ``\\,``."""
+    return [member.replace("\\,", ",") for member in _MEMBER_SEPARATOR.split(text)] if text else []

@@ -1,0 +1,135 @@
+"""The Avro protocol's Schema Registry: a thin wrapper over confluent-kafka's ``SchemaRegistryClient``.
+
+TiCDC registers a topic's key and value schemas under TopicNameStrategy
+(``<topic>-key``, ``<topic>-value``, with ``.`` in the topic written as ``_``)
+and puts the returned id in front of every message.  The wrapper adds what a
+task needs on top of the client: the ``schema-registry.*`` options turned into
+client settings, a bound on how long the registry may take (about
+``broker-timeout-ms`` in all), one registration per distinct schema, and
+failures in one line that carry the registry's own message.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from confluent_kafka.schema_registry import Schema, SchemaRegistryClient, SchemaRegistryError
+
+try:  # the HTTP library the client itself uses: httpx2 where installed, else httpx
+    from confluent_kafka.schema_registry.common._httpx_compat import httpx
+except ImportError:  # an older client
+    import httpx
+
+from .config import SinkConfig
+from .errors import ConfigError, TiCDCSinkError
+from .redact import mask_url
+
+# Client settings that take numbers; options always arrive as strings.
+_NUMBER_SETTINGS = frozenset({"timeout", "cache.capacity", "cache.latest.ttl.sec", "max.retries", "retries.wait.ms",
+                              "retries.max.wait.ms"})
+_DEFAULT_RETRIES = 2
+
+
+class SchemaRegistryFailure(TiCDCSinkError):
+    """The registry refused a schema or could not be reached; the message is the registry's own."""
+
+
+def subject(topic: str, part: str) -> str:
+    """TopicNameStrategy's subject as TiCDC names it: ``part`` is ``key`` or ``value``."""
+    return f"{topic.replace('.', '_')}-{part}"
+
+
+def client_settings(config: SinkConfig) -> dict[str, Any]:
+    """``SchemaRegistryClient`` settings from the options.
+
+    Without ``schema-registry.timeout`` each request may take its share of
+    ``broker-timeout-ms`` over the client's attempts, so that a registry that
+    does not answer fails the task in about that time.
+    """
+    settings: dict[str, Any] = {"url": config.schema_registry}
+    for setting, value in config.schema_registry_settings:
+        if setting in _NUMBER_SETTINGS:
+            try:
+                settings[setting] = float(value) if setting == "timeout" else int(value)
+            except ValueError:
+                raise ConfigError(f"schema-registry.{setting}", value, "expected a number") from None
+        else:
+            settings[setting] = value
+    retries = settings.setdefault("max.retries", _DEFAULT_RETRIES)
+    settings.setdefault("timeout", config.broker_timeout_ms / 1000 / (retries + 1))
+    return settings
+
+
+def _client(config: SinkConfig) -> SchemaRegistryClient:
+    try:
+        return SchemaRegistryClient(client_settings(config))
+    except (ValueError, TypeError, OSError) as e:
+        given = ", ".join(f"schema-registry.{s}" for s, _ in config.schema_registry_settings) or "none"
+        raise ConfigError("schema-registry", config.schema_registry,
+                          f"the Schema Registry client refused its settings (schema-registry.* given: {given}): "
+                          f"{e}") from None
+
+
+class SchemaRegistry:
+    """Registers schemas and looks them up by id, once per distinct schema.
+
+    An encoder builds one on first use, on the executor, and keeps it for the
+    task; the client underneath caches as well, but this cache also spares it
+    parsing the schema on every batch.
+    """
+
+    def __init__(self, config: SinkConfig):
+        self._config = config
+        self._client = _client(config)
+        self._ids: dict[tuple[str, str], int] = {}
+        self._schemas: dict[int, str] = {}
+
+    @property
+    def where(self) -> str:
+        """The registry's URL as it may be shown: without its credentials."""
+        return mask_url(self._config.schema_registry or "")
+
+    def register(self, subject_name: str, schema_text: str, what: str) -> int:
+        """The id of ``schema_text`` under ``subject_name``, registering it the first time it is seen."""
+        key = (subject_name, schema_text)
+        if key not in self._ids:
+            self._ids[key] = self._call(
+                lambda: self._client.register_schema(subject_name, Schema(schema_text, "AVRO")),
+                f"registering {what} under subject {subject_name!r}")
+        return self._ids[key]
+
+    def schema_text(self, schema_id: int) -> str:
+        """The schema registered under ``schema_id``."""
+        if schema_id not in self._schemas:
+            self._schemas[schema_id] = self._call(lambda: self._client.get_schema(schema_id).schema_str,
+                                                  f"looking up schema id {schema_id}")
+        return self._schemas[schema_id]
+
+    def check_reachable(self) -> None:
+        """One request (the subject list), so that a wrong URL or credentials fail before any task."""
+        self._call(self._client.get_subjects, "listing its subjects")
+
+    def _call(self, request, doing: str):
+        try:
+            return request()
+        except SchemaRegistryError as e:
+            raise SchemaRegistryFailure(
+                f"schema registry {self.where} failed {doing}: {e.error_message} (HTTP {e.http_status_code}, "
+                f"error code {e.error_code}){_advice(e.http_status_code)}") from None
+        except httpx.TransportError as e:
+            raise SchemaRegistryFailure(
+                f"schema registry {self.where} cannot be reached ({doing}): {type(e).__name__}: {e}; check the "
+                "schema-registry option, the network and the registry, or raise broker-timeout-ms") from None
+
+    def close(self) -> None:
+        self._client.close()
+
+
+def _advice(status: int) -> str:
+    if status == 409:
+        return ("; the table's schema is incompatible with the subject's earlier versions under its compatibility "
+                "level: make the change compatible (new columns nullable), or change the subject's level")
+    if status in (401, 403):
+        return "; check the credentials in schema-registry (user:password@host) or schema-registry.basic.auth.*"
+    return ""
+
