@@ -1,14 +1,17 @@
 """What a user would write without the sink, and the bare limit of the output path.
 
 The hand-written encoders are the per-row code a team would write, with the
-feed's types hard-coded: a Python dict per row, ``json.dumps`` (or
-``orjson.dumps`` when installed). Each turns rows into Kafka messages
-``(partition, key, value)``:
+feed's types hard-coded: a Python dict per row, then ``json.dumps`` (or
+``orjson.dumps`` when installed) or confluent-kafka's ``AvroSerializer``. Each
+turns rows into Kafka messages ``(partition, key, value)``:
 
 - ``handwritten_canal_json``: one Canal-JSON message per row, no key;
 - ``handwritten_open_protocol``: per row an Open Protocol event (a key and a
   value document, a dict per column), packed per partition into frames of up
-  to 16 events with ``struct.pack``.
+  to 16 events with ``struct.pack``;
+- ``handwritten_avro``: one message per row, its key and value records
+  serialised by ``AvroSerializer`` with the schemas the sink registers, so the
+  bytes are the sink's; a delete is the key and no value (a tombstone).
 
 ``produce_all`` is a bare confluent-kafka loop over pre-encoded messages.
 """
@@ -20,6 +23,7 @@ import datetime as dt
 import json
 import struct
 import time
+from dataclasses import dataclass
 from decimal import Decimal
 
 try:
@@ -57,13 +61,21 @@ def _encoded(document, dumps) -> bytes:
     return encoded if isinstance(encoded, bytes) else encoded.encode()
 
 
-def dumps_choices(protocol: str = "canal-json") -> dict[str, object]:
-    """The serialisers a hand-written encoder of ``protocol`` would use.
+# The serialiser of each protocol's hand-written encoder that the encode target is measured against, and that
+# the hand-written Spark job uses.
+STANDARD_SERIALIZER = {"canal-json": "json.dumps", "open-protocol": "json.dumps", "avro": "AvroSerializer"}
+
+
+def serializer_choices(protocol: str = "canal-json", avro: AvroTarget | None = None) -> dict[str, object]:
+    """The serialisers a hand-written encoder of ``protocol`` would use, by name.
 
     TiCDC writes Open Protocol JSON without spaces or ``\\u`` escapes; a user
     matching it makes one such ``JSONEncoder`` (``json.dumps`` with options
-    would build one per call).
+    would build one per call).  Avro's is confluent-kafka's ``AvroSerializer``
+    for the registry, topic and schemas of ``avro``.
     """
+    if protocol == "avro":
+        return {"AvroSerializer": AvroSerializers(avro)}
     if protocol == "open-protocol":
         choices = {"json.dumps": json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode}
     else:
@@ -177,14 +189,82 @@ def handwritten_open_protocol(rows, dumps, partitions: int = 1, max_events: int 
             yield partition, *_frame(events)
 
 
-HANDWRITTEN = {"canal-json": handwritten_canal_json, "open-protocol": handwritten_open_protocol}
+# ---------------------------------------------------------------------------
+# Avro
+
+
+@dataclass(frozen=True)
+class AvroTarget:
+    """What the hand-written Avro encoder writes for: the registry, the topic (subjects ``<topic>-key`` and
+    ``<topic>-value``) and the schema texts the sink registers, so that both make the same bytes."""
+
+    registry_url: str
+    topic: str
+    key_schema: str
+    value_schema: str
+
+
+class AvroSerializers:
+    """confluent-kafka's ``AvroSerializer`` of the key and of the value, each called per row with its context."""
+
+    def __init__(self, target: AvroTarget):
+        from confluent_kafka.schema_registry import SchemaRegistryClient, topic_subject_name_strategy
+        from confluent_kafka.schema_registry.avro import AvroSerializer
+        from confluent_kafka.serialization import MessageField, SerializationContext
+
+        client = SchemaRegistryClient({"url": target.registry_url})
+        conf = {"subject.name.strategy": topic_subject_name_strategy}  # TiCDC's subjects, <topic>-key and -value
+        self._key = AvroSerializer(client, target.key_schema, conf=conf)
+        self._value = AvroSerializer(client, target.value_schema, conf=conf)
+        self._key_context = SerializationContext(target.topic, MessageField.KEY)
+        self._value_context = SerializationContext(target.topic, MessageField.VALUE)
+
+    def key(self, record: dict) -> bytes:
+        return self._key(record, self._key_context)
+
+    def value(self, record: dict) -> bytes:
+        return self._value(record, self._value_context)
+
+
+def _signed64(value) -> int:
+    """BIGINT UNSIGNED as TiCDC's Avro ``long``: the same 64 bits, read as signed."""
+    number = int(value)
+    return number - 2**64 if number >= 2**63 else number
+
+
+def avro_value(row: dict) -> dict:
+    """An insert's or update's value record: each column as TiCDC's Avro types it, then the TiDB extension."""
+    ubigint, date, datetime3, timestamp = row["c_ubigint"], row["c_date"], row["c_datetime"], row["c_timestamp"]
+    return {
+        "id": row["id"], "c_tinyint": row["c_tinyint"], "c_smallint": row["c_smallint"], "c_int": row["c_int"],
+        "c_ubigint": None if ubigint is None else _signed64(ubigint), "c_decimal": row["c_decimal"],
+        "c_double": row["c_double"], "c_varchar": row["c_varchar"], "c_text": row["c_text"],
+        "c_varbinary": row["c_varbinary"], "c_date": None if date is None else str(date),
+        "c_datetime": None if datetime3 is None else _datetime3(datetime3),
+        "c_timestamp": None if timestamp is None else _text(timestamp), "c_json": row["c_json"],
+        "_tidb_op": "u" if row["_op"] == "UPDATE" else "c", "_tidb_commit_ts": row["_commit_ts"],
+        "_tidb_commit_physical_time": row["_commit_ts"] >> 18,
+    }
+
+
+def handwritten_avro(rows, serializers: AvroSerializers, partitions: int = 1):
+    """Avro messages: one per row, keyed by its primary key (the producer's partitioner hashes it); a delete
+    is the key and no value, a tombstone."""
+    for row in rows:
+        key = serializers.key({"id": row["id"]})
+        value = None if row["_op"] == "DELETE" else serializers.value(avro_value(row))
+        yield ANY_PARTITION, key, value
+
+
+HANDWRITTEN = {"canal-json": handwritten_canal_json, "open-protocol": handwritten_open_protocol,
+               "avro": handwritten_avro}
 
 
 # ---------------------------------------------------------------------------
 # The bare output limit
 
 
-def produce_all(settings: dict, topic: str, messages: list[tuple[bytes | None, bytes]]) -> float:
+def produce_all(settings: dict, topic: str, messages: list[tuple[bytes | None, bytes | None]]) -> float:
     """Produce ``(key, value)`` messages with a bare idempotent producer; the seconds until all are acknowledged."""
     from confluent_kafka import Producer
 

@@ -103,7 +103,25 @@ def write_feed(path: Path, rows: int, batch_rows: int = 50_000, seed: int = 7) -
 
 
 def sink_options(bootstrap_servers: str, topic: str, delivery: str = "at-least-once",
-                 protocol: str = "canal-json") -> dict[str, str]:
-    return {"kafka.bootstrap.servers": bootstrap_servers, "protocol": protocol, "topic": topic,
-            "database": DATABASE, "table": TABLE, "primary-key": "id", "column-types": COLUMN_TYPES,
-            "delivery": delivery, "partition": "index-value"}
+                 protocol: str = "canal-json", schema_registry: str | None = None) -> dict[str, str]:
+    """The sink's options for writing the feed to ``topic``.
+
+    The avro protocol registers one table's schemas per topic, so its topic
+    option must be an expression: ``<topic>_{schema}_{table}`` (``topic_written``
+    names the topic it expands to), with the registry at ``schema_registry``
+    and the TiDB extension on, without which its updates read as inserts.
+    """
+    options = {"kafka.bootstrap.servers": bootstrap_servers, "protocol": protocol, "topic": topic,
+               "database": DATABASE, "table": TABLE, "primary-key": "id", "column-types": COLUMN_TYPES,
+               "delivery": delivery, "partition": "index-value"}
+    if protocol == "avro":
+        options.update({"topic": f"{topic}_{{schema}}_{{table}}", "enable-tidb-extension": "true"})
+        if schema_registry:
+            options["schema-registry"] = schema_registry
+    return options
+
+
+def topic_written(options: dict[str, str]) -> str:
+    """The topic the feed's rows go to: the topic option with ``{schema}`` and ``{table}`` expanded
+    (the feed's names are valid in a topic as they are)."""
+    return options["topic"].replace("{schema}", DATABASE).replace("{table}", TABLE)

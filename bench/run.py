@@ -2,11 +2,13 @@
 
     python bench/run.py                 # the full run (1M-row feed, 5M-row partition for memory)
     python bench/run.py --small         # seconds: the CI smoke run, no verdicts about speed
+    python bench/run.py --encode-only --protocols avro   # one protocol's encoders only, no broker or Spark
 
 Measures, on the standard change feed (``feed.py``):
   - encode-only rows/s and MB/s of every implemented protocol's encoder, and of
     the hand-written per-row encoder of the same messages (dict + json.dumps /
-    orjson.dumps, ``baselines.py``);
+    orjson.dumps, or confluent-kafka's AvroSerializer, ``baselines.py``; the
+    Avro one is first checked to write the sink's bytes);
   - the bare output limit per protocol: its pre-encoded messages produced by
     bare confluent-kafka loops, one process per core;
   - Spark jobs over the feed, per protocol: ``format("ticdc")`` in each delivery
@@ -14,13 +16,16 @@ Measures, on the standard change feed (``feed.py``):
     ``noop`` sink (the input limit);
   - the peak RSS of the Python worker writing one large partition.
 Results go to ``bench/RESULTS.md`` with the ratios, the targets, the machine and
-the command.
+the command.  The avro protocol needs a Schema Registry: ``--schema-registry URL``,
+else the in-process TEST DOUBLE of the tests (``tests/schema_registry_double.py``).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile
+import importlib.util
 import io
 import multiprocessing
 import os
@@ -30,7 +35,7 @@ import sys
 import threading
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -40,20 +45,24 @@ import pyarrow.parquet as pq
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 
-from baselines import HANDWRITTEN, dumps_choices, produce_all  # noqa: E402
-from feed import SCHEMA, sink_options, write_feed  # noqa: E402
+from baselines import HANDWRITTEN, STANDARD_SERIALIZER, AvroTarget, produce_all, serializer_choices  # noqa: E402
+from feed import SCHEMA, sink_options, topic_written, write_feed  # noqa: E402
 
 from ticdc_sink.changes import ChangeBatchBuilder, InputLayout  # noqa: E402
 from ticdc_sink.codec import IMPLEMENTED_PROTOCOLS, encoder_for  # noqa: E402
 from ticdc_sink.config import parse_options  # noqa: E402
 from ticdc_sink.dispatch import Routing  # noqa: E402
+from ticdc_sink.redact import mask_url  # noqa: E402
 
 CORES = os.cpu_count() or 1
-ENCODE_TARGET = 5.0  # each protocol's encode-only vs its hand-written encode step (json.dumps)
+ENCODE_TARGET = 5.0  # each protocol's encode-only vs its hand-written encode step (STANDARD_SERIALIZER)
 OUTPUT_TARGET = 0.60  # end-to-end at-least-once vs the bare producer limit
 RSS_TARGET_MB = 500
 TOPIC_PARTITIONS = 3  # of the topics the bench creates itself
-TITLES = {"canal-json": "Canal-JSON", "open-protocol": "Open Protocol"}
+TITLES = {"canal-json": "Canal-JSON", "open-protocol": "Open Protocol", "avro": "Avro"}
+REGISTRY_DOUBLE = BENCH.parent / "tests" / "schema_registry_double.py"
+AVRO_CHECK_ROWS = 5_000  # rows whose hand-written Avro messages must be the sink's, byte for byte
+ENCODE_TOPIC = "bench"  # the topic (avro: its stem) of the encode-only runs, which write nowhere
 
 
 def title(protocol: str) -> str:
@@ -92,14 +101,21 @@ def read_feed(path: Path) -> pa.Table:
 # Encode-only
 
 
-def one_partition(changes) -> Routing:
+def one_partition(changes, topic: str) -> Routing:
     """Every row to partition 0 of one topic: the encoder's work without the dispatcher's."""
     zeros = np.zeros(changes.num_rows, dtype=np.int32)
-    return Routing(["bench"], zeros, zeros, {"bench": 1})
+    return Routing([topic], zeros, zeros, {topic: 1})
 
 
-def encode_sink(table: pa.Table, protocol: str, profile: cProfile.Profile | None = None) -> Result:
-    config = parse_options(sink_options("127.0.0.1:1", "bench", protocol=protocol))
+def encode_options(protocol: str, registry: str | None) -> dict[str, str]:
+    """The options of the encode-only runs (no broker is reached; avro registers its schemas)."""
+    return sink_options("127.0.0.1:1", ENCODE_TOPIC, protocol=protocol, schema_registry=registry)
+
+
+def encode_sink(table: pa.Table, protocol: str, registry: str | None = None,
+                profile: cProfile.Profile | None = None) -> Result:
+    options = encode_options(protocol, registry)
+    config, topic = parse_options(options), topic_written(options)
     layout = InputLayout.from_spark_schema(spark_schema(), config)
 
     def fresh_encode():
@@ -107,7 +123,7 @@ def encode_sink(table: pa.Table, protocol: str, profile: cProfile.Profile | None
 
         def encode(batch: pa.RecordBatch) -> int:
             changes, _ = builder.build(batch)
-            return int(encoder.encode_rows(changes, one_partition(changes)).byte_lengths().sum())
+            return int(encoder.encode_rows(changes, one_partition(changes, topic)).byte_lengths().sum())
 
         return encode
 
@@ -124,50 +140,92 @@ def encode_sink(table: pa.Table, protocol: str, profile: cProfile.Profile | None
     return Result("encode", f"ticdc-sink {protocol}", table.num_rows, elapsed, size / 1e6)
 
 
-def encode_handwritten(table: pa.Table, protocol: str, name: str, dumps) -> Result:
+def encode_handwritten(table: pa.Table, protocol: str, name: str, serializer) -> Result:
     rows = table.to_pylist()  # the rows a foreachPartition loop gets, made before timing
     started = time.perf_counter()
-    size = sum(len(value) + len(key or b"") for _, key, value in HANDWRITTEN[protocol](rows, dumps))
+    size = sum(len(value or b"") + len(key or b"") for _, key, value in HANDWRITTEN[protocol](rows, serializer))
     elapsed = time.perf_counter() - started
     return Result("encode", f"hand-written {protocol}, dict per row + {name}", table.num_rows, elapsed, size / 1e6)
-
-
-# ---------------------------------------------------------------------------
-# The bare output limit
 
 
 def _as_bytes(value) -> bytes | None:
     return value.encode() if isinstance(value, str) else value
 
 
-def _bare_producer_worker(args) -> float:
-    bootstrap_servers, topic, protocol, path, part, parts = args
-    table = read_feed(path)
-    rows = table.num_rows
-    mine = table.slice(part * rows // parts, (part + 1) * rows // parts - part * rows // parts)
-    config = parse_options(sink_options(bootstrap_servers, topic, protocol=protocol))
+def sink_messages(table: pa.Table, options: dict[str, str]) -> list[tuple[bytes | None, bytes | None]]:
+    """The sink's ``(key, value)`` messages of the rows, as encode-only makes them, in Python bytes."""
+    config = parse_options(options)
     layout = InputLayout.from_spark_schema(spark_schema(), config)
     builder = ChangeBatchBuilder(layout, config)
     encoder = encoder_for(config, layout.table)
     messages = []
-    for batch in mine.to_batches(max_chunksize=10_000):
+    for batch in table.to_batches(max_chunksize=10_000):
         changes, _ = builder.build(batch)
-        encoded = encoder.encode_rows(changes, one_partition(changes))
+        encoded = encoder.encode_rows(changes, one_partition(changes, topic_written(options)))
         keys = encoded.keys.to_pylist() if encoded.keys is not None else [None] * len(encoded)
         messages += [(_as_bytes(k), _as_bytes(v)) for k, v in zip(keys, encoded.values.to_pylist())]
-    return produce_all({"bootstrap.servers": bootstrap_servers}, topic, messages)
+    encoder.finish()
+    return messages
 
 
-def bare_producer(bootstrap_servers: str, protocol: str, path: Path, rows: int) -> Result:
+# ---------------------------------------------------------------------------
+# The hand-written Avro encoder writes the sink's bytes
+
+
+def avro_target(table: pa.Table, registry: str) -> AvroTarget:
+    """The encode-only topic's subjects and the schema texts the sink registers there, read back from the
+    registry after the sink has encoded a row, so that the hand-written serialisers register the very same."""
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+
+    options = encode_options("avro", registry)
+    topic = topic_written(options)
+    sink_messages(table.slice(0, 1), options)
+    client = SchemaRegistryClient({"url": registry})
+    key, value = (client.get_latest_version(f"{topic}-{part}").schema.schema_str for part in ("key", "value"))
+    return AvroTarget(registry, topic, key, value)
+
+
+def check_avro_baseline(table: pa.Table, target: AvroTarget, rows: int = AVRO_CHECK_ROWS) -> str:
+    """Fails unless the hand-written AvroSerializer's keys and values equal the sink's on the feed's first
+    ``rows`` rows (inserts, updates, deletes' tombstones): then the two encode-only speeds compare like for like."""
+    sample = table.slice(0, rows)
+    sink = sink_messages(sample, encode_options("avro", target.registry_url))
+    serializer = serializer_choices("avro", target)[STANDARD_SERIALIZER["avro"]]
+    hand = [(key, value) for _, key, value in HANDWRITTEN["avro"](sample.to_pylist(), serializer)]
+    different = [i for i, (ours, theirs) in enumerate(zip(sink, hand)) if ours != theirs]
+    if len(sink) != len(hand) or different:
+        row = different[0] if different else min(len(sink), len(hand))
+        raise RuntimeError(f"the hand-written Avro messages are not the sink's: {len(different)} of {len(sink)} "
+                           f"differ (row {row}: sink {sink[row:row + 1]!r}, hand-written {hand[row:row + 1]!r})")
+    ops = sample.column("_op").value_counts().to_pylist()
+    counts = ", ".join(f"{c['counts']:,} {c['values'].lower()}s" for c in ops)
+    return (f"The hand-written Avro messages (AvroSerializer) equal the sink's byte for byte, keys and values, on "
+            f"the feed's first {sample.num_rows:,} rows ({counts}; a delete's value is a tombstone).")
+
+
+# ---------------------------------------------------------------------------
+# The bare output limit
+
+
+def _bare_producer_worker(args) -> float:
+    options, path, part, parts = args
+    table = read_feed(path)
+    rows = table.num_rows
+    mine = table.slice(part * rows // parts, (part + 1) * rows // parts - part * rows // parts)
+    messages = sink_messages(mine, options)
+    return produce_all({"bootstrap.servers": options["kafka.bootstrap.servers"]}, topic_written(options), messages)
+
+
+def bare_producer(bootstrap_servers: str, protocol: str, path: Path, rows: int, registry: str | None) -> Result:
     """The protocol's messages (as encode-only makes them), encoded before timing, produced by one bare loop
     per core to a topic of ``TOPIC_PARTITIONS`` partitions."""
-    topic = f"bench-bare-{protocol}-{uuid.uuid4().hex[:8]}"
-    _create_topic(bootstrap_servers, topic)
+    options = sink_options(bootstrap_servers, f"bench-bare-{protocol}-{uuid.uuid4().hex[:8]}", protocol=protocol,
+                           schema_registry=registry)
+    _create_topic(bootstrap_servers, topic_written(options))
     context = multiprocessing.get_context("spawn")
     with context.Pool(CORES) as pool:
         started = time.perf_counter()
-        seconds = pool.map(_bare_producer_worker,
-                           [(bootstrap_servers, topic, protocol, path, p, CORES) for p in range(CORES)])
+        seconds = pool.map(_bare_producer_worker, [(options, path, p, CORES) for p in range(CORES)])
         wall = time.perf_counter() - started
     return Result("e2e", f"bare confluent-kafka loop {protocol}, {CORES} processes, pre-encoded", rows,
                   max(seconds), note=f"produce time only (the whole step, encoding included, took {wall:.1f} s)")
@@ -241,7 +299,10 @@ def timed_with_cpu(action) -> tuple[float, str]:
     return seconds, cpu_note(before, cpu_seconds(), seconds)
 
 
-def spark_jobs(spark, path: Path, rows: int, bootstrap_servers: str) -> list[Result]:
+def spark_jobs(spark, path: Path, rows: int, bootstrap_servers: str, protocols: list[str],
+               registry: str | None, avro: AvroTarget | None) -> list[Result]:
+    """Spark's noop sink, then per protocol ``format("ticdc")`` in each delivery mode and the hand-written
+    ``foreachPartition`` producer (avro: the schemas of ``avro``, under its own topic's subjects)."""
     df = spark.read.parquet(str(path)).repartition(CORES)
     df.cache().count()  # the input is read once, so that every job measures its writing
     results = []
@@ -249,7 +310,7 @@ def spark_jobs(spark, path: Path, rows: int, bootstrap_servers: str) -> list[Res
     def ticdc(protocol: str, delivery: str):
         topic = f"bench-{protocol}-{delivery}-{uuid.uuid4().hex[:8]}"
         return lambda: df.write.format("ticdc").mode("append").options(
-            **sink_options(bootstrap_servers, topic, delivery, protocol)).save()
+            **sink_options(bootstrap_servers, topic, delivery, protocol, registry)).save()
 
     say("Spark warm-up (every task slot starts its Python worker)")
     df.sample(fraction=0.02, seed=1).write.format("ticdc").mode("append").options(
@@ -261,31 +322,33 @@ def spark_jobs(spark, path: Path, rows: int, bootstrap_servers: str) -> list[Res
 
     say("Spark noop sink (the input limit)")
     results.append(measured("Spark noop sink (input limit)", lambda: df.write.format("noop").mode("overwrite").save()))
-    for protocol in IMPLEMENTED_PROTOCOLS:
+    for protocol in protocols:
         for delivery in ("at-least-once", "exactly-once"):
             say(f"Spark format('ticdc') {protocol} {delivery}")
             results.append(measured(f"ticdc-sink {protocol}, {delivery}", ticdc(protocol, delivery)))
         say(f"Spark hand-written foreachPartition producer {protocol}")
         topic = f"bench-handwritten-{protocol}-{uuid.uuid4().hex[:8]}"
         _create_topic(bootstrap_servers, topic)
-        send = _handwritten_partition(bootstrap_servers, topic, protocol, TOPIC_PARTITIONS)
-        results.append(measured(f"hand-written foreachPartition {protocol}, dict per row + json.dumps",
-                                lambda: df.foreachPartition(send)))
+        send = _handwritten_partition(bootstrap_servers, topic, protocol, TOPIC_PARTITIONS,
+                                      replace(avro, topic=topic) if protocol == "avro" else None)
+        results.append(measured(f"hand-written foreachPartition {protocol}, dict per row + "
+                                f"{STANDARD_SERIALIZER[protocol]}", lambda: df.foreachPartition(send)))
     df.unpersist()
     return results
 
 
-def _handwritten_partition(bootstrap_servers: str, topic: str, protocol: str, partitions: int):
+def _handwritten_partition(bootstrap_servers: str, topic: str, protocol: str, partitions: int,
+                           avro: AvroTarget | None):
     def send(rows):
         from confluent_kafka import Producer
 
-        from baselines import HANDWRITTEN, dumps_choices
+        from baselines import HANDWRITTEN, STANDARD_SERIALIZER, serializer_choices
 
         producer = Producer({"bootstrap.servers": bootstrap_servers, "enable.idempotence": True, "acks": "all",
                              "linger.ms": 5})
-        dumps = dumps_choices(protocol)["json.dumps"]
+        serializer = serializer_choices(protocol, avro)[STANDARD_SERIALIZER[protocol]]
         dicts = (row.asDict(recursive=True) for row in rows)
-        for partition, key, value in HANDWRITTEN[protocol](dicts, dumps, partitions):
+        for partition, key, value in HANDWRITTEN[protocol](dicts, serializer, partitions):
             while True:
                 try:
                     producer.produce(topic, value, key, partition)
@@ -387,6 +450,8 @@ def profile_shares(stats: pstats.Stats) -> str:
         "rendering and assembling messages (Encoder.encode_rows)": "encode_rows",
         "  of which Go-quoted binary strings (json_text.go_quoted_fragments)": "go_quoted_fragments",
         "  of which framing events per partition (open_protocol.pack_events)": "pack_events",
+        "  of which Avro encodings of the columns (avro.column_binary)": "column_binary",
+        "  of which joining fragments into records (avro._concat)": "_concat",
     }
     total = stats.total_tt or 1.0
     lines = [f"Encoder time {total:.2f} s (under the profiler), of which:"]
@@ -397,10 +462,10 @@ def profile_shares(stats: pstats.Stats) -> str:
     return "\n".join(lines)
 
 
-def encoder_profile(table: pa.Table, protocol: str) -> str:
+def encoder_profile(table: pa.Table, protocol: str, registry: str | None) -> str:
     """cProfile of a run of its own (the profiler slows the encoder down), by cumulative time and by concern."""
     profile = cProfile.Profile()
-    encode_sink(table, protocol, profile)
+    encode_sink(table, protocol, registry, profile)
     stream = io.StringIO()
     stats = pstats.Stats(profile, stream=stream)
     stats.sort_stats("cumulative").print_stats(14)
@@ -408,7 +473,7 @@ def encoder_profile(table: pa.Table, protocol: str) -> str:
     return text + "\n\n" + profile_shares(stats)
 
 
-def report(results: list[Result], args, profiles: dict[str, str], broker_name: str) -> str:
+def report(results: list[Result], args, profiles: dict[str, str], services: str, checks: list[str]) -> str:
     def find(section: str, name: str, exact: bool = True) -> Result | None:
         return next((r for r in results if r.section == section and (r.name == name if exact else
                                                                       r.name.startswith(name))), None)
@@ -419,14 +484,17 @@ def report(results: list[Result], args, profiles: dict[str, str], broker_name: s
     lines = [
         "# Benchmark results",
         "",
-        f"Produced by `{' '.join(['python', 'bench/run.py', *sys.argv[1:]])}` on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.",
+        f"Produced by `{' '.join(['python', 'bench/run.py', *sys.argv[1:]])}` on "
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.",
         "",
-        f"Machine: {machine()}. Broker: {broker_name}.",
+        f"Machine: {machine()}. {services}",
         "",
         f"Feed: {args.rows:,} row changes of one 14-column table (`bench/feed.py`: every integer width, "
         "BIGINT UNSIGNED, DECIMAL, DOUBLE, VARCHAR, TEXT, VARBINARY, DATE, DATETIME(3), TIMESTAMP(6), JSON, "
-        "10% NULLs; 80% inserts, 15% updates with old values, 5% deletes).",
+        "10% NULLs; 80% inserts, 15% updates with old values, 5% deletes). Avro with the TiDB extension "
+        "(`_tidb_op`, `_tidb_commit_ts`, `_tidb_commit_physical_time`).",
         "",
+        *[line for check in checks for line in (check, "")],
     ]
     for section, title_text in (("encode", "Encode only (one core)"), ("e2e", f"Spark to Kafka (local[{CORES}])"),
                                 ("memory", "Memory")):
@@ -442,15 +510,16 @@ def report(results: list[Result], args, profiles: dict[str, str], broker_name: s
 
     lines += ["## Ratios and targets", "", "| comparison | ratio | target |", "|---|---:|---|"]
     noop = find("e2e", "Spark noop", exact=False)
-    for protocol in IMPLEMENTED_PROTOCOLS:
+    for protocol in args.protocols:
         name = title(protocol)
         sink = find("encode", f"ticdc-sink {protocol}")
-        for dumps in dumps_choices(protocol):
-            hand = find("encode", f"hand-written {protocol}, dict per row + {dumps}")
-            if sink and hand:
+        prefix = f"hand-written {protocol}, dict per row + "
+        for hand in (r for r in results if r.section == "encode" and r.name.startswith(prefix)):
+            serializer = hand.name[len(prefix):]
+            if sink:
                 ratio = sink.rows_per_second / hand.rows_per_second
-                goal = target(ratio, ENCODE_TARGET) if dumps == "json.dumps" else ""
-                lines.append(f"| {name}: encode vs hand-written encode ({dumps}) | {ratio:.2f}x | {goal} |")
+                goal = target(ratio, ENCODE_TARGET) if serializer == STANDARD_SERIALIZER[protocol] else ""
+                lines.append(f"| {name}: encode vs hand-written encode ({serializer}) | {ratio:.2f}x | {goal} |")
         alo = find("e2e", f"ticdc-sink {protocol}, at-least-once")
         eo = find("e2e", f"ticdc-sink {protocol}, exactly-once")
         bare = find("e2e", f"bare confluent-kafka loop {protocol},", exact=False)
@@ -471,44 +540,76 @@ def report(results: list[Result], args, profiles: dict[str, str], broker_name: s
     memory = find("memory", "peak worker RSS", exact=False)
     if memory:
         peak = float(memory.note.split()[0])
-        lines.append(f"| {memory.name} | {peak:.0f} MB | "
-                     f"{'' if args.small else ('met' if peak < RSS_TARGET_MB else 'missed') + f' (< {RSS_TARGET_MB} MB)'} |")
-    lines += ["", "The CPU notes of the Spark jobs add up the CPU seconds of the Python workers, the Spark JVM and "
-              "the broker during each job: near 100% of the cores means the job is bound by CPU, shared by all "
-              "three on this machine.", "", "## Where the encoder's time goes", ""]
+        goal = "" if args.small else f"{'met' if peak < RSS_TARGET_MB else 'missed'} (< {RSS_TARGET_MB} MB)"
+        lines.append(f"| {memory.name} | {peak:.0f} MB | {goal} |")
+    lines.append("")
+    if noop:
+        lines += ["The CPU notes of the Spark jobs add up the CPU seconds of the Python workers, the Spark JVM and "
+                  "the broker during each job: near 100% of the cores means the job is bound by CPU, shared by all "
+                  "three on this machine.", ""]
+    lines += ["## Where the encoder's time goes", ""]
     for protocol, profile_text in profiles.items():
         lines += [f"cProfile of the {title(protocol)} encode-only run (a run of its own), by cumulative time:", "",
                   "```", profile_text.rstrip(), "```", ""]
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=1_000_000, help="row changes in the feed (default 1M)")
-    parser.add_argument("--rss-rows", type=int, default=5_000_000, help="rows of the one-partition memory run")
-    parser.add_argument("--small", action="store_true", help="a seconds-long smoke run (CI): small sizes, no verdicts")
-    parser.add_argument("--bootstrap-servers", help="an existing Kafka cluster (default: the embedded broker)")
-    parser.add_argument("--output", type=Path, default=BENCH / "RESULTS.md")
-    parser.add_argument("--data-dir", type=Path, default=BENCH / ".data")
-    args = parser.parse_args(argv)
-    if args.small:
-        args.rows, args.rss_rows = min(args.rows, 20_000), min(args.rss_rows, 20_000)
+# ---------------------------------------------------------------------------
+# The run
 
-    say(f"writing the feed ({args.rows:,} rows) to {args.data_dir}")
-    path = write_feed(args.data_dir / f"feed-{args.rows}.parquet", args.rows)
-    table = read_feed(path)
-    results: list[Result] = []
-    profiles: dict[str, str] = {}
-    for protocol in IMPLEMENTED_PROTOCOLS:
-        say(f"encode-only {protocol}")
-        results.append(encode_sink(table, protocol))
-        for name, dumps in dumps_choices(protocol).items():
-            say(f"encode-only hand-written {protocol} ({name})")
-            results.append(encode_handwritten(table, protocol, name, dumps))
-        say(f"encode-only {protocol} under cProfile")
-        profiles[protocol] = encoder_profile(table, protocol)
-    del table
 
+def protocol_list(text: str) -> list[str]:
+    """``--protocols``: implemented protocols, separated by commas."""
+    protocols = [p.strip() for p in text.split(",") if p.strip()]
+    unknown = [p for p in protocols if p not in IMPLEMENTED_PROTOCOLS]
+    if unknown or not protocols:
+        raise argparse.ArgumentTypeError(f"expected some of {', '.join(IMPLEMENTED_PROTOCOLS)}, got {text!r}")
+    return protocols
+
+
+def start_registry_double():
+    """The tests' Schema Registry TEST DOUBLE, served from this process: no real registry runs on this machine.
+    Imported by path, as ``tests`` is no package the bench can import."""
+    spec = importlib.util.spec_from_file_location("schema_registry_double", REGISTRY_DOUBLE)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module.SchemaRegistryDouble().start()
+
+
+@contextlib.contextmanager
+def schema_registry(args):
+    """The URL and description of avro's registry, ``(None, None)`` without avro: ``--schema-registry``, else
+    the tests' TEST DOUBLE, served from this process for the whole run."""
+    if "avro" not in args.protocols:
+        yield None, None
+    elif args.schema_registry:
+        yield args.schema_registry, f"{mask_url(args.schema_registry)} (--schema-registry)"
+    else:
+        double = start_registry_double()
+        say(f"Schema Registry: a TEST DOUBLE (tests/schema_registry_double.py) at {double.url}, not a real "
+            "registry; --schema-registry URL to use one")
+        try:
+            yield double.url, "the tests' in-process TEST DOUBLE (not a real registry)"
+        finally:
+            double.stop()
+
+
+def encode_runs(table: pa.Table, protocol: str, registry: str | None,
+                avro: AvroTarget | None) -> tuple[list[Result], str]:
+    """A protocol's encode-only rows (the sink, each hand-written serialiser) and the sink's profile."""
+    say(f"encode-only {protocol}")
+    results = [encode_sink(table, protocol, registry)]
+    for name, serializer in serializer_choices(protocol, avro).items():
+        say(f"encode-only hand-written {protocol} ({name})")
+        results.append(encode_handwritten(table, protocol, name, serializer))
+    say(f"encode-only {protocol} under cProfile")
+    return results, encoder_profile(table, protocol, registry)
+
+
+def output_runs(args, path: Path, registry: str | None, avro: AvroTarget | None) -> tuple[list[Result], str]:
+    """The runs that write to Kafka (bare producers, Spark jobs, memory) and the broker's description."""
+    results = []
     broker = None
     bootstrap_servers, broker_name = args.bootstrap_servers, f"Kafka at {args.bootstrap_servers}"
     if bootstrap_servers is None:
@@ -517,12 +618,12 @@ def main(argv: list[str] | None = None) -> int:
         broker = EmbeddedBroker().start()
         bootstrap_servers, broker_name = broker.bootstrap_servers, "the embedded Tansu broker (in memory)"
     try:
-        for protocol in IMPLEMENTED_PROTOCOLS:
+        for protocol in args.protocols:
             say(f"bare producer limit {protocol}")
-            results.append(bare_producer(bootstrap_servers, protocol, path, args.rows))
+            results.append(bare_producer(bootstrap_servers, protocol, path, args.rows, registry))
         spark = local_spark()
         try:
-            results += spark_jobs(spark, path, args.rows, bootstrap_servers)
+            results += spark_jobs(spark, path, args.rows, bootstrap_servers, args.protocols, registry, avro)
         finally:
             spark.stop()
         say(f"memory: one partition of {args.rss_rows:,} rows")
@@ -531,8 +632,53 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if broker is not None:
             broker.stop()
+    return results, broker_name
 
-    text = report(results, args, profiles, broker_name)
+
+def parse_args(argv: list[str] | None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=1_000_000, help="row changes in the feed (default 1M)")
+    parser.add_argument("--rss-rows", type=int, default=5_000_000, help="rows of the one-partition memory run")
+    parser.add_argument("--small", action="store_true", help="a seconds-long smoke run (CI): small sizes, no verdicts")
+    parser.add_argument("--bootstrap-servers", help="an existing Kafka cluster (default: the embedded broker)")
+    parser.add_argument("--schema-registry", metavar="URL",
+                        help="a Schema Registry for avro (default: the tests' in-process TEST DOUBLE)")
+    parser.add_argument("--protocols", type=protocol_list, default=list(IMPLEMENTED_PROTOCOLS),
+                        help=f"comma-separated (default: {','.join(IMPLEMENTED_PROTOCOLS)})")
+    parser.add_argument("--encode-only", action="store_true", help="only the encode-only runs: no broker, no Spark")
+    parser.add_argument("--output", type=Path, default=BENCH / "RESULTS.md")
+    parser.add_argument("--data-dir", type=Path, default=BENCH / ".data")
+    args = parser.parse_args(argv)
+    if args.small:
+        args.rows, args.rss_rows = min(args.rows, 20_000), min(args.rss_rows, 20_000)
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    say(f"writing the feed ({args.rows:,} rows) to {args.data_dir}")
+    path = write_feed(args.data_dir / f"feed-{args.rows}.parquet", args.rows)
+    table = read_feed(path)
+    results: list[Result] = []
+    profiles: dict[str, str] = {}
+    checks: list[str] = []
+    avro = None
+    with schema_registry(args) as (registry, registry_name):
+        for protocol in args.protocols:
+            if protocol == "avro":
+                avro = avro_target(table, registry)
+                say(f"checking the hand-written Avro messages against the sink's ({AVRO_CHECK_ROWS:,} rows)")
+                checks.append(check_avro_baseline(table, avro))
+            protocol_results, profiles[protocol] = encode_runs(table, protocol, registry, avro)
+            results += protocol_results
+        del table
+        broker_name = "none (--encode-only)"
+        if not args.encode_only:
+            output_results, broker_name = output_runs(args, path, registry, avro)
+            results += output_results
+
+    services = f"Broker: {broker_name}." + (f" Schema Registry: {registry_name}." if registry_name else "")
+    text = report(results, args, profiles, services, checks)
     args.output.write_text(text)
     print(text)
     say(f"written to {args.output}")

@@ -21,11 +21,18 @@ def test_the_harness_runs_every_measurement_and_writes_its_table(tmp_path):
     table = output.read_text()
     for line in ("| Spark noop sink (input limit) |", "| peak worker RSS, one partition of 20,000 rows |", "Machine: "):
         assert line in table, line
-    for protocol, title in (("canal-json", "Canal-JSON"), ("open-protocol", "Open Protocol")):
-        for line in (f"| ticdc-sink {protocol} |", f"| hand-written {protocol}, dict per row + json.dumps |",
+    for protocol, title, serializer in (("canal-json", "Canal-JSON", "json.dumps"),
+                                        ("open-protocol", "Open Protocol", "json.dumps"),
+                                        ("avro", "Avro", "AvroSerializer")):
+        for line in (f"| ticdc-sink {protocol} |", f"| hand-written {protocol}, dict per row + {serializer} |",
                      f"| bare confluent-kafka loop {protocol},", f"| ticdc-sink {protocol}, at-least-once |",
-                     f"| ticdc-sink {protocol}, exactly-once |", f"| hand-written foreachPartition {protocol},",
-                     f"| {title}: encode vs hand-written encode (json.dumps) |",
+                     f"| ticdc-sink {protocol}, exactly-once |",
+                     f"| hand-written foreachPartition {protocol}, dict per row + {serializer} |",
+                     f"| {title}: encode vs hand-written encode ({serializer}) |",
                      f"| {title}: end-to-end at-least-once vs bare producer limit |",
-                     f"| {title}: exactly-once vs at-least-once", f"cProfile of the {title} encode-only run"):
+                     f"| {title}: exactly-once vs at-least-once",
+                     f"| {title}: end-to-end at-least-once vs hand-written foreachPartition |",
+                     f"cProfile of the {title} encode-only run"):
             assert line in table, line
+    assert "The hand-written Avro messages (AvroSerializer) equal the sink's byte for byte" in table
+    assert "Schema Registry: the tests' in-process TEST DOUBLE" in table
