@@ -56,6 +56,18 @@ def test_decimals_are_minimal_twos_complement(value):
         [fastavro_bytes(schema, decimal)]
 
 
+@pytest.mark.parametrize("value, scale, hex_bytes", [("-1.28", 2, "80"), ("-327.68", 2, "8000"),
+                                                    ("-83886.08", 2, "800000"), ("-12.8", 1, "80")])
+def test_a_negative_power_of_two_takes_the_fewest_bytes_as_goavro_writes_it(value, scale, hex_bytes):
+    """goavro (TiCDC's writer, toSignedBytes) strips the 0xff before a byte whose top bit is set: -128 is one
+    byte, 80; fastavro writes ff80 there, which reads back to the same number."""
+    for array_type in (pa.decimal128(10, scale), pa.decimal256(40, scale)):
+        encoded = decimal_bytes(pa.array([Decimal(value)], array_type), scale).to_pylist()[0]
+        assert encoded[1:].hex() == hex_bytes  # after the length prefix
+        schema = {"type": "bytes", "logicalType": "decimal", "precision": 10, "scale": scale}
+        assert fastavro.schemaless_reader(io.BytesIO(encoded), fastavro.parse_schema(schema), None) == Decimal(value)
+
+
 def test_nullable_union_branches():
     values = pa.array([5, None, -3], pa.int64())
     encoded = nullable(varints(pc.fill_null(values, 0).to_numpy()), values.is_null())
