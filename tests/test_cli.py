@@ -14,6 +14,7 @@ import threading
 import time
 import uuid
 
+import numpy as np
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -140,6 +141,43 @@ def test_tail_decodes_with_member_names(broker, topic):
     assert "1 message(s) decoded" in result.stdout
 
 
+def test_tail_of_avro_needs_the_registry_in_one_line():
+    result = run_cli("tail", "--bootstrap-servers", f"127.0.0.1:{closed_port()}", "--topic", "t",
+                     "--protocol", "avro")
+    assert result.returncode == 1
+    assert output_lines(result) == ["[ticdc-sink] error: --protocol avro needs --schema-registry URL: the registry "
+                                    "the sink registered the schemas in"]
+
+
+@pytest.mark.broker
+def test_tail_decodes_avro_through_the_registry(broker, topic, schema_registry):
+    from pyspark.sql import types as T
+
+    from changefeed import build, schema
+    from ticdc_sink.codec import encoder_for
+    from ticdc_sink.dispatch import Routing
+
+    table = schema(("_op", T.StringType()), ("id", T.IntegerType(), False), ("status", T.StringType()))
+    rows = [{"_op": "INSERT", "id": 1, "status": "paid"}, {"_op": "DELETE", "id": 1, "status": "paid"}]
+    config, layout, changes, _ = build(table, rows, protocol="avro", topic="x_{schema}_{table}",
+                                       schema_registry=schema_registry.url, database="shop", table="orders",
+                                       primary_key="id", column_types="status ENUM('new','paid')")
+    messages = encoder_for(config, layout.table).encode_rows(
+        changes, Routing([topic], np.zeros(2, np.int32), np.zeros(2, np.int32), {topic: 1}))
+    create_topic(broker.bootstrap_servers, topic)
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers})
+    for key, value in zip(messages.keys.to_pylist(), messages.values.to_pylist()):
+        producer.produce(topic, value, key)
+    assert producer.flush(30) == 0
+    result = run_cli("tail", "--bootstrap-servers", broker.bootstrap_servers, "--topic", topic, "--protocol", "avro",
+                     "--schema-registry", schema_registry.url, "--idle-seconds", "1",
+                     "--column-types", "status ENUM('new','paid')")
+    assert result.returncode == 0, result.stderr
+    assert "INSERT shop.orders {id=1, status=2 (paid)}" in result.stdout
+    assert "DELETE shop.orders {id=1}" in result.stdout
+    assert "2 message(s) decoded" in result.stdout
+
+
 # ---------------------------------------------------------------------------
 # broker
 
@@ -226,6 +264,26 @@ def test_demo_explains_what_a_reader_sees():
     assert "offsets skip numbers" in out and "control record" in out
     assert "status: 1 (new) -> 2 (paid)" in out
     assert "WATERMARK  ts=" in out and "(2026-01-01 00:00:00.022 UTC)" in out
+    assert "message(s) decoded" in out
+
+
+@pytest.mark.spark
+@pytest.mark.broker
+def test_demo_of_avro_runs_against_the_registry_test_double():
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    result = subprocess.run([*CLI, "demo", "--protocol", "avro", "--topic", "avro-demo"], capture_output=True,
+                            text=True, timeout=600, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    assert "started a Schema Registry TEST DOUBLE at http://127.0.0.1:" in out
+    assert "reading topic 'avro-demo_shop_orders' back" in out
+    assert "\n  key:   00 | schema id 1 | " in out and "\n  value: 00 | schema id 2 | " in out
+    assert '(subject avro-demo_shop_orders-value): {"type":"record","name":"orders","namespace":"default.shop",' in out
+    assert "Avro has no DDL or watermark events" in out
+    assert "UPDATE shop.orders {id=1, customer='customer-1', amount=10.50, status=2 (paid)" in out
+    assert "DELETE shop.orders {id=3}" in out
+    events = [line for line in out.splitlines() if line.startswith("  p")]
+    assert len(events) == 10 and not [e for e in events if "WATERMARK" in e or " DDL " in e]
     assert "message(s) decoded" in out
 
 

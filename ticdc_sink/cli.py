@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import importlib.util
 import logging
 import os
 import shutil
@@ -20,18 +21,21 @@ import socket
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from decimal import Decimal
-from typing import Iterable, Mapping
+from pathlib import Path
+from typing import Iterable, Iterator, Mapping
 
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
+from confluent_kafka.schema_registry import SchemaRegistryClient
 
 from .broker import BrokerError, EmbeddedBroker
 from .codec import IMPLEMENTED_PROTOCOLS, decoder_for
 from .codec.base import DDLEvent, Decoder, RowEvent, WatermarkEvent
 from .codec.open_protocol import split_frame
 from .ddl import ACTION_CODES
-from .errors import DeliveryError
+from .errors import DeliveryError, TiCDCSinkError
 from .kafka_io import LIBRDKAFKA_LOG, iter_messages, read_messages
 from .mysql_types import MySQLType, TypeSyntaxError, parse_mysql_type, split_column_types, tso_physical_ms
 
@@ -159,18 +163,27 @@ def check_topic(bootstrap_servers: str, topic: str, timeout_seconds: float, erro
         raise CommandError(f"topic {topic!r} does not exist on {bootstrap_servers}")
 
 
+def protocol_decoder(protocol: str, schema_registry: str | None) -> Decoder:
+    """The decoder of the protocol; Avro's reads its schemas from the registry."""
+    if protocol == "avro" and not schema_registry:
+        raise CommandError("--protocol avro needs --schema-registry URL: the registry the sink registered the "
+                           "schemas in")
+    return decoder_for(protocol, schema_registry=schema_registry if protocol == "avro" else None)
+
+
 def run_tail(bootstrap_servers: str, topic: str, protocol: str, idle_seconds: float, max_messages: int | None,
-             timeout_seconds: float, column_types: str | None) -> int:
+             timeout_seconds: float, column_types: str | None, schema_registry: str | None = None) -> int:
     try:
         enum_set_columns = enum_set_types(column_types or "")
     except TypeSyntaxError as e:
         raise CommandError(f"--column-types: {e}") from None
+    decoder = protocol_decoder(protocol, schema_registry)
     errors = ClientErrors()
     check_topic(bootstrap_servers, topic, timeout_seconds, errors)
     messages = iter_messages(bootstrap_servers, topic, idle_seconds=idle_seconds, max_messages=max_messages,
                              settings=errors.settings)
     try:
-        count = print_events(messages, decoder_for(protocol), enum_set_columns)
+        count = print_events(messages, decoder, enum_set_columns)
     except (DeliveryError, KafkaException) as e:
         detail = e.args[0].str() if isinstance(e, KafkaException) else str(e)
         raise CommandError(f"reading {topic!r} from {bootstrap_servers} failed: {detail}") from None
@@ -271,9 +284,16 @@ def _wire_text(data: bytes | None) -> str:
     return "(none)" if data is None else data.decode("utf-8", errors="backslashreplace")
 
 
-def explain_topic(messages: list, protocol: str) -> None:
+def _wire_hex(data: bytes | None) -> str:
+    """A Confluent Avro key or value: its magic byte and schema id apart from the record's bytes."""
+    if data is None:
+        return "(none: a tombstone)"
+    return f"{data[:1].hex()} | schema id {int.from_bytes(data[1:5], 'big')} | {data[5:].hex(' ')}"
+
+
+def explain_topic(messages: list, protocol: str, schema_registry: str | None = None) -> None:
     """What a reader of the topic meets before the decoded events: a raw message, offset gaps, watermarks."""
-    first = messages[0]
+    first = next((m for m in messages if m.value() is not None), messages[0])
     say(f"one message as it is on the wire (partition {first.partition()}, offset {first.offset()}):")
     if protocol == "open-protocol":
         keys, values = split_frame(first.key()), split_frame(first.value(), versioned=False)
@@ -283,17 +303,54 @@ def explain_topic(messages: list, protocol: str) -> None:
         for number, (key, value) in enumerate(zip(keys, values), start=1):
             print(f"  event {number} key:   {_wire_text(key)}")
             print(f"  event {number} value: {_wire_text(value)}", flush=True)
+    elif protocol == "avro":
+        say("an Avro message is in the Confluent wire format: byte 00, the schema's registry id (4 bytes "
+            "big-endian), then the Avro binary of one record; the key holds the primary key, the value every "
+            "column and the TiDB extension fields (_tidb_op, commit ts, physical time)")
+        print(f"  key:   {_wire_hex(first.key())}")
+        print(f"  value: {_wire_hex(first.value())}", flush=True)
+        value_id = int.from_bytes(first.value()[1:5], "big")
+        schema = SchemaRegistryClient({"url": schema_registry}).get_schema(value_id).schema_str
+        print(f"  value schema {value_id} (subject {first.topic().replace('.', '_')}-value): {schema}", flush=True)
+        say("Avro has no DDL or watermark events (TiCDC sends none in this protocol), so the feed's ALTER TABLE "
+            "is not in the topic; a DELETE is its key and a null value (a Kafka tombstone), and an UPDATE "
+            "carries the new row only")
     else:
         print(f"  key:   {_wire_text(first.key())}")
         print(f"  value: {_wire_text(first.value())}", flush=True)
     say("offsets skip numbers: the sink writes in Kafka transactions, and each committed transaction "
         "leaves a control record (its commit marker) that takes an offset but holds no message")
-    say("WATERMARK ts is a TiDB TSO, physical milliseconds << 18 | logical counter (its UTC wall time is shown "
-        "next to it): every change committed up to ts is in the partition before the watermark")
+    if protocol != "avro":
+        say("WATERMARK ts is a TiDB TSO, physical milliseconds << 18 | logical counter (its UTC wall time is "
+            "shown next to it): every change committed up to ts is in the partition before the watermark")
     say(f"the decoded {protocol} events (ENUM numbers with their names from column-types):")
 
 
-def run_demo(protocol: str, bootstrap_servers: str | None, topic: str) -> int:
+@contextmanager
+def demo_registry(protocol: str, url: str | None) -> Iterator[str | None]:
+    """Avro's schema registry for the demo: the one given, else the repository's Schema Registry TEST DOUBLE."""
+    if protocol != "avro" or url:
+        yield url
+        return
+    path = Path(__file__).resolve().parents[1] / "tests" / "schema_registry_double.py"
+    if not path.exists():
+        raise CommandError("the avro demo starts the Schema Registry test double of the repository's tests/ "
+                           f"folder, which is not at {path}: run it from a clone, or give --schema-registry URL")
+    spec = importlib.util.spec_from_file_location("schema_registry_double", path)
+    module = sys.modules[spec.name] = importlib.util.module_from_spec(spec)  # its dataclasses look it up there
+    spec.loader.exec_module(module)
+    with module.SchemaRegistryDouble() as double:
+        say(f"started a Schema Registry TEST DOUBLE at {double.url} (tests/schema_registry_double.py: in memory, "
+            "for the tests and this demo only; give --schema-registry URL to use a real registry)")
+        yield double.url
+
+
+def run_demo(protocol: str, bootstrap_servers: str | None, topic: str, schema_registry: str | None = None) -> int:
+    with demo_registry(protocol, schema_registry) as registry:
+        return _demo(protocol, bootstrap_servers, topic, registry)
+
+
+def _demo(protocol: str, bootstrap_servers: str | None, topic: str, schema_registry: str | None) -> int:
     broker = None
     if bootstrap_servers is None:
         say("starting the embedded Kafka broker (Tansu) ...")
@@ -311,16 +368,20 @@ def run_demo(protocol: str, bootstrap_servers: str | None, topic: str) -> int:
             "one file per micro-batch")
         changes = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1) \
             .option("recursiveFileLookup", "true").parquet(feed_dir)
+        topic_option = topic
+        if protocol == "avro":  # TiCDC's rule: one table per topic, named by an expression
+            topic_option, topic = f"{topic}_{{schema}}_{{table}}", f"{topic}_{DEMO_DATABASE}_{DEMO_TABLE}"
         query = (changes.writeStream.format("ticdc")
                  .option("kafka.bootstrap.servers", bootstrap_servers)
                  .option("protocol", protocol)
-                 .option("topic", topic)
+                 .option("topic", topic_option)
                  .option("database", DEMO_DATABASE)
                  .option("table", DEMO_TABLE)
                  .option("primary-key", "id")
                  .option("partition", "index-value")
                  .option("column-types", DEMO_COLUMN_TYPES)
                  .option("enable-tidb-extension", "true")
+                 .options(**({"schema-registry": schema_registry} if schema_registry else {}))
                  .option("checkpointLocation", os.path.join(workdir, "checkpoint"))
                  .trigger(availableNow=True)
                  .start())
@@ -339,8 +400,8 @@ def run_demo(protocol: str, bootstrap_servers: str | None, topic: str) -> int:
         messages = read_messages(bootstrap_servers, topic, idle_seconds=3, settings=ClientErrors().settings)
         if not messages:
             raise CommandError(f"topic {topic!r} on {bootstrap_servers} has no messages")
-        explain_topic(messages, protocol)
-        count = print_events(messages, decoder_for(protocol), enum_set_types(DEMO_COLUMN_TYPES))
+        explain_topic(messages, protocol, schema_registry)
+        count = print_events(messages, protocol_decoder(protocol, schema_registry), enum_set_types(DEMO_COLUMN_TYPES))
         say(f"{count} message(s) decoded")
         return 0
     finally:
@@ -380,7 +441,10 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--protocol", default="canal-json", choices=IMPLEMENTED_PROTOCOLS)
     demo.add_argument("--bootstrap-servers", metavar="HOST:PORT[,HOST:PORT...]",
                       help="an existing Kafka cluster (default: start the embedded broker)")
-    demo.add_argument("--topic", default=f"ticdc-demo-{int(time.time())}")
+    demo.add_argument("--topic", default=f"ticdc-demo-{int(time.time())}",
+                      help="the topic (avro: its prefix; the topic is <prefix>_shop_orders)")
+    demo.add_argument("--schema-registry", metavar="URL",
+                      help="avro: a Confluent Schema Registry (default: start the repository's test double)")
 
     tail_help = "print the decoded events of a topic, from its beginning"
     tail = commands.add_parser("tail", parents=[common], help=tail_help, description=tail_help)
@@ -392,6 +456,7 @@ def build_parser() -> argparse.ArgumentParser:
     tail.add_argument("--max-messages", type=int, help="stop after this many messages")
     tail.add_argument("--timeout-seconds", type=float, default=10.0,
                       help="give up when the brokers do not answer within this time (default 10)")
+    tail.add_argument("--schema-registry", metavar="URL", help="avro: the registry the schemas are in")
     tail.add_argument("--column-types", help="the sink's column-types option, to show ENUM and SET members "
                                              "next to their numbers, e.g. \"status ENUM('new','paid')\"")
 
@@ -408,12 +473,12 @@ def main(argv: list[str] | None = None) -> int:
     LIBRDKAFKA_LOG.setLevel(logging.NOTSET if args.verbose else _SILENT)
     try:
         if args.command == "demo":
-            return run_demo(args.protocol, args.bootstrap_servers, args.topic)
+            return run_demo(args.protocol, args.bootstrap_servers, args.topic, args.schema_registry)
         if args.command == "broker":
             return run_broker()
         return run_tail(args.bootstrap_servers, args.topic, args.protocol, args.idle_seconds, args.max_messages,
-                        args.timeout_seconds, args.column_types)
-    except (CommandError, BrokerError) as e:
+                        args.timeout_seconds, args.column_types, args.schema_registry)
+    except (CommandError, BrokerError, TiCDCSinkError) as e:
         complain(str(e))
         return 1
     except KeyboardInterrupt:

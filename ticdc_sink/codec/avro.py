@@ -52,7 +52,7 @@ _NO_BYTES = pa.scalar(b"", pa.binary())
 _OP_FRAGMENTS = pa.array([b"\x02c", b"\x02u"], pa.binary())  # _tidb_op "c" / "u" as Avro strings
 
 
-def confluent_header(schema_id: int) -> bytes:
+def _confluent_header(schema_id: int) -> bytes:
     """The wire format's first five bytes: the magic byte and the schema id."""
     return _HEADER.pack(MAGIC_BYTE, schema_id)
 
@@ -113,10 +113,10 @@ class AvroEncoder(Encoder):
         if cached is None:
             key = None
             if self._key_fields:  # TiCDC registers the key first
-                key = confluent_header(self.registry.register(
+                key = _confluent_header(self.registry.register(
                     subject(topic, "key"), schema_text(record(table, database, self._key_fields, self.config)),
                     f"the key schema of {database}.{table}"))
-            value = confluent_header(self.registry.register(
+            value = _confluent_header(self.registry.register(
                 subject(topic, "value"), schema_text(record(table, database, self._value_fields, self.config)),
                 f"the value schema of {database}.{table}"))
             cached = self._headers[(topic, database, table)] = (key, value)
