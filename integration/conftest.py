@@ -2,8 +2,10 @@
 
 Kafka comes from Testcontainers (``pip install -e '.[test,integration]'`` and a
 Docker engine), or from an existing cluster named by
-``TICDC_SINK_TEST_BOOTSTRAP_SERVERS``. Without either, every test here skips
-with the reason.
+``TICDC_SINK_TEST_BOOTSTRAP_SERVERS``. The avro cases use a real Confluent
+Schema Registry in place of the unit suite's test double: a container on the
+Kafka container's network, or the registry named by
+``TICDC_SINK_TEST_SCHEMA_REGISTRY``. Without them, the tests skip with the reason.
 """
 
 from __future__ import annotations
@@ -32,11 +34,21 @@ _unit = _load("ticdc_sink_unit_conftest", TESTS / "conftest.py")
 spark = _unit.spark
 topic = _unit.topic
 hides_aborted_transactions = _unit.hides_aborted_transactions
+under_test = _unit.under_test
+
+KAFKA_IMAGE = "confluentinc/cp-kafka:7.6.1"
+REGISTRY_IMAGE = "confluentinc/cp-schema-registry:7.6.1"
 
 
 @dataclass(frozen=True)
 class RealKafka:
     bootstrap_servers: str
+    network: object = None  # the Docker network of a Kafka container, which a registry container joins
+
+
+@dataclass(frozen=True)
+class RealSchemaRegistry:
+    url: str
 
 
 def _docker_reason() -> str | None:
@@ -63,5 +75,35 @@ def broker():
     reason = _docker_reason()
     if reason:
         pytest.skip(reason + "; or set TICDC_SINK_TEST_BOOTSTRAP_SERVERS to a Kafka cluster")
-    with KafkaContainer("confluentinc/cp-kafka:7.6.1").with_kraft() as kafka:
-        yield RealKafka(kafka.get_bootstrap_server())
+    from testcontainers.core.network import Network
+
+    with Network() as network, \
+            KafkaContainer(KAFKA_IMAGE).with_kraft().with_network(network).with_network_aliases("kafka") as kafka:
+        yield RealKafka(kafka.get_bootstrap_server(), network)
+
+
+@pytest.fixture(scope="session")
+def real_schema_registry(broker):
+    """A Confluent Schema Registry whose store is the Kafka cluster under test."""
+    external = os.environ.get("TICDC_SINK_TEST_SCHEMA_REGISTRY")
+    if external:
+        yield RealSchemaRegistry(external)
+        return
+    if broker.network is None:
+        pytest.skip("no Schema Registry for the external cluster: set TICDC_SINK_TEST_SCHEMA_REGISTRY")
+    from testcontainers.core.container import DockerContainer
+    from testcontainers.core.waiting_utils import wait_for_logs
+
+    registry = (DockerContainer(REGISTRY_IMAGE).with_network(broker.network).with_exposed_ports(8081)
+                .with_env("SCHEMA_REGISTRY_HOST_NAME", "schema-registry")
+                .with_env("SCHEMA_REGISTRY_LISTENERS", "http://0.0.0.0:8081")
+                .with_env("SCHEMA_REGISTRY_KAFKASTORE_BOOTSTRAP_SERVERS", "PLAINTEXT://kafka:9092"))
+    with registry:
+        wait_for_logs(registry, "Server started, listening for requests", timeout=180)
+        yield RealSchemaRegistry(f"http://{registry.get_container_host_ip()}:{registry.get_exposed_port(8081)}")
+
+
+@pytest.fixture
+def schema_registry(real_schema_registry):
+    """The real registry where the unit suite starts its test double (tests use fresh topics, so subjects)."""
+    return real_schema_registry
