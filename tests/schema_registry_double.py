@@ -778,6 +778,8 @@ class _Handler(BaseHTTPRequestHandler):
         except Exception as exc:  # a bug in the double: say so rather than hang the client
             status, body = 500, {"error_code": 50001, "message": f"SchemaRegistryDouble internal error: {exc!r}"}
         data = json.dumps(body).encode()
+        with double._lock:  # logged before the answer, so a client that has its answer finds its request here
+            double._requests.append((method, self.path, status))
         self.send_response(status)
         self.send_header("Content-Type", _CONTENT_TYPE)
         self.send_header("Content-Length", str(len(data)))
@@ -785,8 +787,6 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("WWW-Authenticate", 'Basic realm="SchemaRegistryDouble"')
         self.end_headers()
         self.wfile.write(data)
-        with double._lock:
-            double._requests.append((method, self.path, status))
 
 
 def _route(registry: _Registry, method: str, parts: list, query: dict, payload):

@@ -10,6 +10,7 @@ import datetime as dt
 import json
 import logging
 import re
+import socket
 import time
 from decimal import Decimal
 from pathlib import Path
@@ -26,7 +27,7 @@ from schema_registry_double import SchemaRegistryDouble
 from ticdc_sink.codec import decoder_for, encoder_for
 from ticdc_sink.codec.avro import column_binary
 from ticdc_sink.dispatch import Routing
-from ticdc_sink.errors import ConfigError
+from ticdc_sink.errors import ConfigError, ContractError
 from ticdc_sink.schema_registry import SchemaRegistryFailure, client_settings, subject
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "avro"
@@ -41,9 +42,10 @@ def golden(name: str) -> bytes:
     return (GOLDEN / name).read_bytes()
 
 
-def avro_options(registry: SchemaRegistryDouble, **options) -> dict:
-    """Options for test.t on the double; an option given as None is left out."""
-    defaults = dict(protocol="avro", topic="tidb_{schema}_{table}", schema_registry=registry.url, database="test",
+def avro_options(registry: SchemaRegistryDouble | str, **options) -> dict:
+    """Options for test.t on the double (or a registry URL); an option given as None is left out."""
+    url = registry if isinstance(registry, str) else registry.url
+    defaults = dict(protocol="avro", topic="tidb_{schema}_{table}", schema_registry=url, database="test",
                     table="t", primary_key="id")
     return {k: v for k, v in {**defaults, **options}.items() if v is not None}
 
@@ -69,6 +71,12 @@ def avro_long(number: int) -> bytes:
     return bytes(out + bytes([zigzag]))
 
 
+def registrations(registry: SchemaRegistryDouble) -> list[str]:
+    """The subjects schemas were registered under (POST .../versions), in order."""
+    return [path.split("/")[2] for method, path, _ in registry.requests
+            if method == "POST" and path.split("?")[0].endswith("/versions")]
+
+
 def registered(registry: SchemaRegistryDouble, schema_id: int) -> bytes:
     """The schema text the sink sent (the double keeps the first text of each schema as given)."""
     return SchemaRegistryClient({"url": registry.url}).get_schema(schema_id).schema_str.encode()
@@ -87,8 +95,7 @@ def test_insert_key_and_value_are_ticdcs_bytes(schema_registry, extension):
     assert registered(schema_registry, 1) == golden("schema-key.json")
     assert registered(schema_registry, 2) == golden("schema-value-tidb-extension.json" if extension
                                                     else "schema-value.json")
-    assert [path for method, path, _ in schema_registry.requests if method == "POST"] == [
-        "/subjects/tidb_test_t-key/versions?normalize=False", "/subjects/tidb_test_t-value/versions?normalize=False"]
+    assert registrations(schema_registry) == ["tidb_test_t-key", "tidb_test_t-value"]
 
 
 def test_null_update_and_delete_are_ticdcs_bytes(schema_registry):
@@ -212,8 +219,7 @@ def test_a_keyless_table_sends_no_key_and_its_delete_neither_key_nor_value(schem
     assert messages[0][0] is None and messages[0][1].startswith(b"\x00\x00\x00\x00\x01")
     assert messages[1] == (None, None)
     assert "test.t has no primary key and no NOT NULL unique key" in caplog.text
-    assert [path for method, path, _ in schema_registry.requests if method == "POST"] == [
-        "/subjects/tidb_test_t-value/versions?normalize=False"]
+    assert registrations(schema_registry) == ["tidb_test_t-value"]
 
 
 def test_each_topic_registers_its_tables_schemas_once_per_task(schema_registry):
@@ -226,13 +232,26 @@ def test_each_topic_registers_its_tables_schemas_once_per_task(schema_registry):
                      {"tidb_shop_a": 1, "tidb_shop_b": 1})
     for _ in range(3):
         messages = encoder.encode_rows(changes, topics)
-    posts = [path.split("/")[2] for method, path, _ in schema_registry.requests if method == "POST"]
-    assert posts == ["tidb_shop_a-key", "tidb_shop_a-value", "tidb_shop_b-key", "tidb_shop_b-value"]
+    assert registrations(schema_registry) == ["tidb_shop_a-key", "tidb_shop_a-value", "tidb_shop_b-key",
+                                              "tidb_shop_b-value"]
     assert messages.topic_of_message.tolist() == [0, 1, 0]
     value_ids = [int.from_bytes(v[1:5], "big") for v in messages.values.to_pylist()]
     assert value_ids == [2, 4, 2]
     assert json.loads(registered(schema_registry, 4))["name"] == "b"
     assert json.loads(registered(schema_registry, 4))["namespace"] == "default.shop"
+
+
+def test_a_second_table_on_a_topic_is_refused_in_a_later_batch_too(schema_registry):
+    table = schema(("_op", T.StringType()), ("_schema", T.StringType()), ("_table", T.StringType()),
+                   ("id", T.IntegerType(), False))
+    config, layout, first, _ = build(table, [{"_op": "INSERT", "_schema": "a_b", "_table": "c", "id": 1}],
+                                     **avro_options(schema_registry, database=None, table=None))
+    *_, second, _ = build(table, [{"_op": "INSERT", "_schema": "a", "_table": "b_c", "id": 2}],
+                          **avro_options(schema_registry, database=None, table=None))
+    encoder = encoder_for(config, layout.table)
+    encoder.encode_rows(first, routing(1, "tidb_a_b_c"))
+    with pytest.raises(ConfigError, match=r"tables a_b\.c and a\.b_c both go to this topic"):
+        encoder.encode_rows(second, routing(1, "tidb_a_b_c"))
 
 
 def test_two_tables_on_one_topic_are_refused(schema_registry):
@@ -302,18 +321,30 @@ def test_an_incompatible_schema_fails_with_the_registrys_message(schema_registry
     assert "\n" not in message
 
 
-def test_an_unreachable_registry_fails_within_broker_timeout(schema_registry):
+def test_a_registry_that_refuses_connections_fails_in_one_line(schema_registry):
     url = schema_registry.url
     schema_registry.stop()
     rows = [{"_op": "INSERT", "_commit_ts": TS_INSERT, "id": 1, "name": "Zoë"}]
-    started = time.monotonic()
-    with pytest.raises(SchemaRegistryFailure, match=r"cannot be reached .*check the schema-registry option"):
-        encode(TABLE, rows, **avro_options(schema_registry, broker_timeout_ms=3000,
-                                           **{"schema-registry.retries.wait.ms": "100"}))
-    assert time.monotonic() - started < 3
     with pytest.raises(SchemaRegistryFailure) as failure:
-        encode(TABLE, rows, **avro_options(schema_registry, **{"schema-registry.max.retries": "0"}))
-    assert f"schema registry {url} cannot be reached" in str(failure.value)
+        encode(TABLE, rows, **avro_options(schema_registry, **{"schema-registry.retries.wait.ms": "10"}))
+    message = str(failure.value)
+    assert message.startswith(f"schema registry {url} cannot be reached (registering the key schema of test.t")
+    assert "check the schema-registry option" in message and "\n" not in message
+
+
+def test_a_registry_that_never_answers_fails_after_broker_timeout():
+    """A port that accepts connections and never answers: each attempt waits its share of broker-timeout-ms."""
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        rows = [{"_op": "INSERT", "_commit_ts": TS_INSERT, "id": 1, "name": "Zoë"}]
+        started = time.monotonic()
+        with pytest.raises(SchemaRegistryFailure, match=r"cannot be reached .*Timeout"):
+            encode(TABLE, rows, **avro_options(url, broker_timeout_ms=1500,
+                                               **{"schema-registry.retries.wait.ms": "10"}))
+        elapsed = time.monotonic() - started
+    assert 1.4 < elapsed < 15  # three attempts of 0.5 s, and the client's short waits between them
 
 
 def test_request_timeouts_share_broker_timeout_between_attempts():
@@ -346,3 +377,63 @@ def test_the_decoder_needs_the_registry_and_the_wire_format(schema_registry):
     config, *_ = build(TABLE, [], **avro_options(schema_registry))
     with pytest.raises(ValueError, match="not a Confluent Avro message"):
         decoder_for(config).decode(None, b'{"json": true}')
+
+
+# ---------------------------------------------------------------------------
+# Edge values, and what the registry client leaves open
+
+
+def test_wide_decimals_nulls_and_zoned_timestamps_read_back(schema_registry):
+    """DECIMAL(65,30) goes through Python integers, DECIMAL(12,2) through Arrow's 128-bit words; TIMESTAMP
+    values are rendered in time-zone; NULLs take the union's null branch."""
+    table = schema(("_op", T.StringType()), ("id", T.IntegerType(), False),
+                   ("wide", T.DecimalType(38, 10), True, {"mysql_type": "DECIMAL(65,30)"}),
+                   ("money", T.DecimalType(12, 2)), ("at", T.TimestampType(), True, {"mysql_type": "TIMESTAMP(3)"}))
+    moment = dt.datetime(2024, 1, 1, 23, 30, 0, 250000, tzinfo=dt.timezone.utc)
+    rows = [{"_op": "INSERT", "id": 1, "wide": Decimal("-1234567890123456789012345678.0123456789"),
+             "money": Decimal("-1.28"), "at": moment},
+            {"_op": "INSERT", "id": 2, "wide": None, "money": None, "at": None}]
+    config, _, messages = encode(table, rows, **avro_options(schema_registry, time_zone="Asia/Shanghai"))
+    deserializer = AvroDeserializer(SchemaRegistryClient({"url": schema_registry.url}))
+    context = SerializationContext("tidb_test_t", MessageField.VALUE)
+    assert [deserializer(value, context) for _, value in messages] == [
+        {"id": 1, "wide": Decimal("-1234567890123456789012345678.012345678900000000000000000000"),
+         "money": Decimal("-1.28"), "at": "2024-01-02 07:30:00.250"},
+        {"id": 2, "wide": None, "money": None, "at": None}]
+    value_schema = json.loads(registered(schema_registry, 2))
+    assert value_schema["fields"][1]["type"][1]["precision"] == 65
+    events = [decoder_for(config).decode(key, value)[0] for key, value in messages]
+    assert events[0].columns["at"] == dt.datetime(2024, 1, 2, 7, 30, 0, 250000)
+
+
+def test_enum_error_value_is_refused_naming_the_row(schema_registry):
+    table = schema(("_op", T.StringType()), ("id", T.IntegerType(), False),
+                   ("status", T.StringType(), True, {"mysql_type": "ENUM('new','paid')"}))
+    with pytest.raises(ContractError, match=r"column 'status': value '' in row \{id=7\}.*avro protocol writes an "
+                                            r"ENUM value as its member name"):
+        encode(table, [{"_op": "INSERT", "id": 7, "status": ""}], **avro_options(schema_registry))
+
+
+def test_a_keyless_delete_decodes_to_no_event(schema_registry):
+    assert decoder_for("avro", schema_registry=schema_registry.url).decode(None, None) == []
+
+
+def test_the_batch_writes_registry_check_names_the_registry(schema_registry):
+    config, layout, *_ = build(TABLE, [], **avro_options(schema_registry))
+    encoder_for(config, layout.table).check_services()
+    method, path, _ = schema_registry.requests[-1]
+    assert (method, path.split("?")[0]) == ("GET", "/subjects")
+    url = schema_registry.url
+    schema_registry.stop()
+    with pytest.raises(SchemaRegistryFailure, match=f"schema registry {url} cannot be reached .listing its subjects"):
+        encoder_for(config, layout.table).check_services()
+
+
+def test_the_task_closes_the_client_it_opened(schema_registry):
+    rows = [{"_op": "INSERT", "_commit_ts": TS_INSERT, "id": 1, "name": "Zoë"}]
+    _, encoder, _ = encode(TABLE, rows, **avro_options(schema_registry))
+    client = encoder.registry
+    encoder.close()
+    assert encoder.registry is None
+    with pytest.raises(RuntimeError, match="client has been closed"):
+        client.register("x-value", '"string"', "a check")

@@ -57,7 +57,8 @@ def test_key_and_value_schemas_of_the_example_table():
 
 
 @pytest.mark.parametrize("name, sanitized", [("orders", "orders"), ("1st", "_1st"), ("a-b.c", "a_b_c"),
-                                             ("中文", "__"), ("_ok9", "_ok9"), ("$x", "_x")])
+                                             ("中文", "__"), ("_ok9", "_ok9"), ("$x", "_x"),
+                                             ("٣abc", "_abc")])  # only 0-9 count as digits, as in Go
 def test_names_are_sanitized_as_ticdc_does(name, sanitized):
     assert sanitize_name(name) == sanitized
 

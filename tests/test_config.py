@@ -581,6 +581,11 @@ def test_registry_client_settings_are_collected_and_their_secrets_masked():
     assert "ssl.ca.location', '/ca.pem'" in repr(c)
 
 
+def test_the_registry_url_is_not_a_client_setting():
+    err = error(with_base(**AVRO, topic="{schema}_{table}", **{"schema-registry.url": "http://other:8081"}))
+    assert err.option == "schema-registry.url" and "write the URL in schema-registry" in str(err)
+
+
 def test_other_protocols_ignore_a_registry_as_ticdc_does():
     c = parse_options(with_base(**{"schema-registry": "http://sr:8081", "schema-registry.timeout": "5"}))
     assert c.protocol == "canal-json" and c.schema_registry == "http://sr:8081"

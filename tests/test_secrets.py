@@ -118,6 +118,13 @@ def test_config_plan_and_logs_never_show_the_secret(case, caplog):
     assert_hidden(case.secret, repr(config), str(config), repr(plan), str(plan), caplog.text)
 
 
+def test_every_url_of_a_registry_list_is_masked():
+    config = parse_options({**BASE, "protocol": "avro", "topic": "{schema}_{table}",
+                            "schema-registry": "http://u:Pass-1@a:8081,https://v:Pass-2@b:8081"})
+    assert "schema_registry='http://u:***@a:8081,https://v:***@b:8081'" in repr(config)
+    assert_hidden("Pass-", repr(config))
+
+
 def test_the_config_keeps_the_real_values():
     config = parse_options({
         "sink-uri": f"{URI}&sasl-password=Real-1", "kafka.ssl.key.password": "Real-2",

@@ -28,7 +28,6 @@ from typing import Iterable, Iterator, Mapping
 
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
-from confluent_kafka.schema_registry import SchemaRegistryClient
 
 from .broker import BrokerError, EmbeddedBroker
 from .codec import IMPLEMENTED_PROTOCOLS, decoder_for
@@ -38,6 +37,7 @@ from .ddl import ACTION_CODES
 from .errors import DeliveryError, TiCDCSinkError
 from .kafka_io import LIBRDKAFKA_LOG, iter_messages, read_messages
 from .mysql_types import MySQLType, TypeSyntaxError, parse_mysql_type, split_column_types, tso_physical_ms
+from .schema_registry import SchemaRegistry, subject
 
 # Above every level: without --verbose the CLI reports a client problem in one line of its own instead.
 _SILENT = logging.CRITICAL + 1
@@ -305,13 +305,18 @@ def explain_topic(messages: list, protocol: str, schema_registry: str | None = N
             print(f"  event {number} value: {_wire_text(value)}", flush=True)
     elif protocol == "avro":
         say("an Avro message is in the Confluent wire format: byte 00, the schema's registry id (4 bytes "
-            "big-endian), then the Avro binary of one record; the key holds the primary key, the value every "
-            "column and the TiDB extension fields (_tidb_op, commit ts, physical time)")
+            "big-endian), then the Avro binary of one record; the key holds the row's key (here the primary "
+            "key), the value every column and the TiDB extension fields (_tidb_op, commit ts, physical time)")
         print(f"  key:   {_wire_hex(first.key())}")
         print(f"  value: {_wire_hex(first.value())}", flush=True)
-        value_id = int.from_bytes(first.value()[1:5], "big")
-        schema = SchemaRegistryClient({"url": schema_registry}).get_schema(value_id).schema_str
-        print(f"  value schema {value_id} (subject {first.topic().replace('.', '_')}-value): {schema}", flush=True)
+        if first.value() is not None:
+            value_id = int.from_bytes(first.value()[1:5], "big")
+            registry = SchemaRegistry.at(schema_registry)
+            try:
+                schema = registry.schema_text(value_id)
+            finally:
+                registry.close()
+            print(f"  value schema {value_id} (subject {subject(first.topic(), 'value')}): {schema}", flush=True)
         say("Avro has no DDL or watermark events (TiCDC sends none in this protocol), so the feed's ALTER TABLE "
             "is not in the topic; a DELETE is its key and a null value (a Kafka tombstone), and an UPDATE "
             "carries the new row only")

@@ -257,9 +257,9 @@ def parse_options(options: Mapping[str, str]) -> SinkConfig:
             continue
         if key.startswith("schema-registry."):
             setting = key[len("schema-registry."):]
-            if not setting:
-                raise ConfigError(key, value, "write schema-registry.<client setting>, e.g. "
-                                              "schema-registry.basic.auth.user.info")
+            if not setting or setting == "url":
+                raise ConfigError(key, value, "write the URL in schema-registry, and client settings as "
+                                              "schema-registry.<setting>, e.g. schema-registry.basic.auth.user.info")
             registry[setting] = value
             continue
         if key not in _FIELDS:

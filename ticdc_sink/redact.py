@@ -24,6 +24,7 @@ _SECRET_NAME = re.compile(
 _URL_NAME = re.compile(r"(uri|url|registry)$")
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
 _AUTHORITY_END = re.compile(r"[/?#]")
+_NEXT_URL = re.compile(r",(?=[A-Za-z][A-Za-z0-9+.\-]*://)")  # URLs joined by commas (schema-registry)
 
 
 def _normal(name: str) -> str:
@@ -56,8 +57,12 @@ def mask_url(url: str) -> str:
 
     The authority ends at the first '/', '?' or '#', as urllib reads it (and so
     as the sink finds a sink-uri's brokers); ``user:password@`` keeps the user,
-    a user info without ':' (a bare token) is masked whole.
+    a user info without ':' (a bare token) is masked whole.  Several URLs
+    joined by commas are masked one by one.
     """
+    urls = _NEXT_URL.split(url)
+    if len(urls) > 1:
+        return ",".join(mask_url(one) for one in urls)
     scheme = _SCHEME.match(url)
     start = scheme.end() if scheme else 0
     end = _AUTHORITY_END.search(url, start)

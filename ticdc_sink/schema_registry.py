@@ -11,6 +11,7 @@ failures in one line that carry the registry's own message.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient, SchemaRegistryError
@@ -42,9 +43,9 @@ def subject(topic: str, part: str) -> str:
 def client_settings(config: SinkConfig) -> dict[str, Any]:
     """``SchemaRegistryClient`` settings from the options.
 
-    Without ``schema-registry.timeout`` each request may take its share of
-    ``broker-timeout-ms`` over the client's attempts, so that a registry that
-    does not answer fails the task in about that time.
+    Without ``schema-registry.timeout`` a request's attempts share
+    ``broker-timeout-ms``, so that a registry that does not answer fails the
+    task in about that time (plus the client's waits between attempts).
     """
     settings: dict[str, Any] = {"url": config.schema_registry}
     for setting, value in config.schema_registry_settings:
@@ -60,6 +61,13 @@ def client_settings(config: SinkConfig) -> dict[str, Any]:
     return settings
 
 
+@functools.lru_cache(maxsize=16)
+def check_client_settings(config: SinkConfig) -> None:
+    """Refuse ``schema-registry.*`` settings the client refuses, once per configuration and process
+    (building a client costs tens of milliseconds: it loads the CA certificates)."""
+    _client(config).close()
+
+
 def _client(config: SinkConfig) -> SchemaRegistryClient:
     try:
         return SchemaRegistryClient(client_settings(config))
@@ -73,9 +81,9 @@ def _client(config: SinkConfig) -> SchemaRegistryClient:
 class SchemaRegistry:
     """Registers schemas and looks them up by id, once per distinct schema.
 
-    An encoder builds one on first use, on the executor, and keeps it for the
-    task; the client underneath caches as well, but this cache also spares it
-    parsing the schema on every batch.
+    An encoder builds one when it first needs the registry, on the executor,
+    and closes it at the end of the task; the client underneath caches as well,
+    but this cache also spares it parsing the schema on every batch.
     """
 
     def __init__(self, config: SinkConfig):
@@ -83,6 +91,11 @@ class SchemaRegistry:
         self._client = _client(config)
         self._ids: dict[tuple[str, str], int] = {}
         self._schemas: dict[int, str] = {}
+
+    @classmethod
+    def at(cls, url: str) -> "SchemaRegistry":
+        """A registry by URL alone, with the default settings (to read schemas back)."""
+        return cls(SinkConfig(protocol="avro", topic="", schema_registry=url))
 
     @property
     def where(self) -> str:
@@ -120,6 +133,10 @@ class SchemaRegistry:
             raise SchemaRegistryFailure(
                 f"schema registry {self.where} cannot be reached ({doing}): {type(e).__name__}: {e}; check the "
                 "schema-registry option, the network and the registry, or raise broker-timeout-ms") from None
+        except ValueError as e:  # a 2xx answer that is not the registry's JSON: another service at that URL
+            raise SchemaRegistryFailure(
+                f"schema registry {self.where} gave an answer that is not a Schema Registry's ({doing}): "
+                f"{type(e).__name__}: {e}; check that schema-registry names the registry") from None
 
     def close(self) -> None:
         self._client.close()

@@ -20,7 +20,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import WriterCommitMessage
 
 from .changes import ChangeBatch, ChangeBatchBuilder, InputLayout
-from .codec import encoder_for
+from .codec import Encoder, encoder_for
 from .config import SinkConfig
 from .ddl import DDLChange, classify
 from .dispatch import PartitionDispatcher, TopicRouter, route
@@ -204,9 +204,16 @@ class WritePlan:
 
         Returns the commit-ts range sent to each Kafka partition, for the driver's order check.
         """
+        encoder = encoder_for(self.config, self.layout.table)
+        try:
+            return self._send_with(encoder, batches, report, output, produce)
+        finally:
+            encoder.close()
+
+    def _send_with(self, encoder: Encoder, batches: Iterable[pa.RecordBatch], report: TaskReport,
+                   output: KafkaOutput, produce: bool) -> dict[tuple[str, int], list[int]]:
         config, table = self.config, self.layout.table
         builder = ChangeBatchBuilder(self.layout, config)
-        encoder = encoder_for(config, table)
         router = TopicRouter(config)
         dispatcher = PartitionDispatcher(config, table)
         deadline_check = getattr(output, "check_deadline", None)

@@ -24,6 +24,7 @@ import json
 import logging
 import re
 import struct
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Callable
 
@@ -35,12 +36,12 @@ import pyarrow.compute as pc
 from ..changes import OP_DELETE, OP_UPDATE, ChangeBatch
 from ..config import SinkConfig
 from ..dispatch import Routing
-from ..errors import ConfigError
+from ..errors import ConfigError, ContractError
 from ..messages import Messages
 from ..mysql_types import TSO_LOGICAL_BITS, Column, TableSchema
 from ..render import decimal_text, enum_names, set_names, value_text
-from ..schema_registry import SchemaRegistry, subject
-from .avro_binary import (decimal_bytes, fixed_width, length_prefixed, nullable, unsigned_bytes, varints)
+from ..schema_registry import SchemaRegistry, check_client_settings, subject
+from .avro_binary import concat, decimal_bytes, fixed_width, length_prefixed, nullable, unsigned_bytes, varints
 from .avro_schema import EXTENSION_FIELDS, column_field, record, schema_text
 from .base import Decoder, Encoder, RowEvent
 
@@ -48,7 +49,6 @@ log = logging.getLogger(__name__)
 
 MAGIC_BYTE = 0
 _HEADER = struct.Struct(">bI")
-_NO_BYTES = pa.scalar(b"", pa.binary())
 _OP_FRAGMENTS = pa.array([b"\x02c", b"\x02u"], pa.binary())  # _tidb_op "c" / "u" as Avro strings
 
 
@@ -65,33 +65,33 @@ class AvroEncoder(Encoder):
         self._own_registry: SchemaRegistry | None = None
         if table is None:  # control events only, and Avro has none
             return
-        if self.registry is None:  # the client checks its settings here; it connects on first use
-            self.registry = self._own_registry = SchemaRegistry(config)
+        check_client_settings(config)  # the client itself is built when the task first needs it
         self._key_columns = [c for c in table.columns if c.handle_key]
         self._key_fields = [column_field(c, config) for c in self._key_columns]
         self._value_fields = [column_field(c, config) for c in table.columns]
         if config.enable_tidb_extension:
             self._value_fields += EXTENSION_FIELDS
-        self._headers: dict[tuple[str, str, str], tuple[bytes | None, bytes]] = {}
+        self._topics: dict[str, _TopicSchemas] = {}
         self._warned_keyless_delete = False
 
     def encode_rows(self, batch: ChangeBatch, routing: Routing) -> Messages:
         """One message per row: a key (none for a keyless table) and a value (none for a delete)."""
         n = batch.num_rows
+        _refuse_enum_error_values(batch)
         fragments = {c.name: column_binary(batch.columns[c.name], c, self.config) for c in self.table.columns}
         body = [fragments[c.name] for c in self.table.columns]
         if self.config.enable_tidb_extension:
             body += self._extension_fragments(batch)
-        headers = [self._schema_headers(topic, *_table_of(batch, routing, index))
+        schemas = [self._schemas(topic, *_table_of(batch, routing, index))
                    for index, topic in enumerate(routing.topics)]
-        values = _with_header([h[1] for h in headers], routing, _concat(body, n))
+        values = concat([_headers([s.value for s in schemas], routing), concat(body, n)], n)
         is_delete = batch.ops == OP_DELETE
         if is_delete.any():
             values = pc.if_else(pa.array(is_delete), pa.scalar(None, pa.binary()), values)
         keys = None
         if self._key_columns:
-            keys = _with_header([h[0] for h in headers], routing,
-                                _concat([fragments[c.name] for c in self._key_columns], n))
+            key_records = concat([fragments[c.name] for c in self._key_columns], n)
+            keys = concat([_headers([s.key for s in schemas], routing), key_records], n)
         elif is_delete.any() and not self._warned_keyless_delete:
             self._warned_keyless_delete = True
             row = int(np.flatnonzero(is_delete)[0])
@@ -107,29 +107,69 @@ class AvroEncoder(Encoder):
         commit_ts = batch.commit_ts.view(np.int64)
         return [op, varints(commit_ts), varints(commit_ts >> TSO_LOGICAL_BITS)]
 
-    def _schema_headers(self, topic: str, database: str, table: str) -> tuple[bytes | None, bytes]:
-        """The key's and the value's header for a topic, registering the schemas the first time."""
-        cached = self._headers.get((topic, database, table))
-        if cached is None:
-            key = None
-            if self._key_fields:  # TiCDC registers the key first
-                key = _confluent_header(self.registry.register(
-                    subject(topic, "key"), schema_text(record(table, database, self._key_fields, self.config)),
-                    f"the key schema of {database}.{table}"))
-            value = _confluent_header(self.registry.register(
-                subject(topic, "value"), schema_text(record(table, database, self._value_fields, self.config)),
-                f"the value schema of {database}.{table}"))
-            cached = self._headers[(topic, database, table)] = (key, value)
-        return cached
+    def _schemas(self, topic: str, database: str, table: str) -> "_TopicSchemas":
+        """A topic's key and value headers, registering its table's schemas the first time.
 
-    def finish(self) -> None:
+        The subjects are the topic's, so a second table on the same topic is
+        refused: its schema would replace the first one's.
+        """
+        known = self._topics.get(topic)
+        if known is not None:
+            if (known.database, known.table) != (database, table):
+                raise _two_tables(topic, f"{known.database}.{known.table}", f"{database}.{table}")
+            return known
+        registry = self._registry()
+        key = None
+        if self._key_fields:  # TiCDC registers the key first
+            key = _confluent_header(registry.register(
+                subject(topic, "key"), schema_text(record(table, database, self._key_fields, self.config)),
+                f"the key schema of {database}.{table}"))
+        value = _confluent_header(registry.register(
+            subject(topic, "value"), schema_text(record(table, database, self._value_fields, self.config)),
+            f"the value schema of {database}.{table}"))
+        known = self._topics[topic] = _TopicSchemas(database, table, key, value)
+        return known
+
+    def _registry(self) -> SchemaRegistry:
+        if self.registry is None:
+            self.registry = self._own_registry = SchemaRegistry(self.config)
+        return self.registry
+
+    def check_services(self) -> None:
+        registry = SchemaRegistry(self.config)
+        try:
+            registry.check_reachable()
+        finally:
+            registry.close()
+
+    def close(self) -> None:
         """Close the registry client this encoder opened (one handed in belongs to the caller)."""
         if self._own_registry is not None:
             self._own_registry.close()
+            self.registry = self._own_registry = None
 
-    def check_services(self) -> None:
-        if self.registry is not None:
-            self.registry.check_reachable()
+
+@dataclass(frozen=True)
+class _TopicSchemas:
+    """The table a topic carries and the Confluent headers of its key (None: no key) and value."""
+
+    database: str
+    table: str
+    key: bytes | None
+    value: bytes
+
+
+def _refuse_enum_error_values(batch: ChangeBatch) -> None:
+    """ENUM index 0 (MySQL's error value ''): TiCDC cannot write it in Avro, which has only member names."""
+    for column in batch.table.columns:
+        if column.type.kind != "enum":
+            continue
+        zero = np.flatnonzero(pc.fill_null(pc.equal(batch.columns[column.name], 0), False).to_numpy(
+            zero_copy_only=False))
+        if len(zero):
+            raise ContractError(column.name, "", batch.row_key(int(zero[0])),
+                                f"'' is not a member of ENUM{column.type.elements}: the avro protocol writes an "
+                                "ENUM value as its member name, and TiCDC refuses MySQL's error value here too")
 
 
 def _table_of(batch: ChangeBatch, routing: Routing, topic_index: int) -> tuple[str, str]:
@@ -141,23 +181,21 @@ def _table_of(batch: ChangeBatch, routing: Routing, topic_index: int) -> tuple[s
     if len(pc.unique(databases)) > 1 or len(pc.unique(tables)) > 1:
         pairs = pc.unique(pc.binary_join_element_wise(databases, tables, pa.scalar(".", pa.string())))
         if len(pairs) > 1:
-            raise ConfigError("topic", None if batch.num_rows == 0 else routing.topics[topic_index],
-                              f"tables {pairs[0].as_py()} and {pairs[1].as_py()} both go to this topic; the avro "
-                              "protocol registers one table's schemas per topic (<topic>-key, <topic>-value): use "
-                              "a topic expression that keeps them apart")
+            raise _two_tables(routing.topics[topic_index], pairs[0].as_py(), pairs[1].as_py())
     return databases[0].as_py(), tables[0].as_py()
 
 
-def _concat(fragments: list[pa.Array], length: int) -> pa.Array:
-    if not fragments:
-        return pa.repeat(_NO_BYTES, length)
-    return pc.binary_join_element_wise(*fragments, _NO_BYTES)
+def _two_tables(topic: str, first: str, second: str) -> ConfigError:
+    return ConfigError("topic", topic, f"tables {first} and {second} both go to this topic; the avro protocol "
+                                       "registers one table's schemas per topic (<topic>-key, <topic>-value): use a "
+                                       "topic expression that keeps them apart")
 
 
-def _with_header(headers: list[bytes], routing: Routing, records: pa.Array) -> pa.Array:
-    header = pa.scalar(headers[0], pa.binary()) if len(headers) == 1 \
-        else pa.array(headers, pa.binary()).take(pa.array(routing.topic_of_row))
-    return pc.binary_join_element_wise(header, records, _NO_BYTES)
+def _headers(headers: list[bytes], routing: Routing) -> pa.Array | pa.Scalar:
+    """Each row's Confluent header: its topic's (one constant when the batch has one topic)."""
+    if len(headers) == 1:
+        return pa.scalar(headers[0], pa.binary())
+    return pa.array(headers, pa.binary()).take(pa.array(routing.topic_of_row))
 
 
 def column_binary(values: pa.Array, column: Column, config: SinkConfig) -> pa.Array:

@@ -114,6 +114,14 @@ def _unscaled(value: Decimal, scale: int) -> int:
     return -number if sign else number
 
 
+def concat(fragments: list, length: int) -> pa.Array:
+    """Per-row fragments (arrays, or byte scalars for every row) joined row by row: records from their
+    fields, messages from a header and a record."""
+    if not fragments:
+        return pa.repeat(_NO_BYTES, length)
+    return pc.binary_join_element_wise(*fragments, _NO_BYTES)
+
+
 def nullable(encoded: pa.Array, is_null: pa.Array) -> pa.Array:
     """The ``["null", T]`` union: branch 0 for a null, else branch 1 (``0x02``) and the value's encoding."""
     present = pc.binary_join_element_wise(_VALUE_BRANCH, encoded, _NO_BYTES)

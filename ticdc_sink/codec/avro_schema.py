@@ -43,7 +43,7 @@ def sanitize_name(name: str) -> str:
     """An Avro name from a TiDB one: a first character outside ``[A-Za-z_]`` gets ``_`` before it
     (digits are kept, anything else becomes that ``_``), others outside ``[A-Za-z0-9_]`` become ``_``."""
     if _FIRST_INVALID.match(name):
-        name = "_" + name if name[0].isdigit() else "_" + name[1:]
+        name = "_" + name if "0" <= name[0] <= "9" else "_" + name[1:]
     return _INVALID.sub("_", name)
 
 

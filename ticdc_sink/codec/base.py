@@ -43,6 +43,9 @@ class Encoder(ABC):
     def check_services(self) -> None:
         """Fail at once, on the driver, when a service the protocol needs (a schema registry) cannot be used."""
 
+    def close(self) -> None:
+        """Release what the encoder opened (a schema-registry client); the task calls it however it ends."""
+
     def check_ddl(self, ddl: DDLChange) -> None:
         """Refuse, on the executor, a DDL row that ``encode_ddl`` would refuse on the driver."""
 
