@@ -252,13 +252,18 @@ def test_broker_command_serves_until_interrupted(stop_signal, preexec_fn):
 # demo
 
 
+def demo_output(*args: str) -> str:
+    """The demo's standard output; it must succeed."""
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    result = subprocess.run([*CLI, "demo", *args], capture_output=True, text=True, timeout=600, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout
+
+
 @pytest.mark.spark
 @pytest.mark.broker
 def test_demo_explains_what_a_reader_sees():
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
-    result = subprocess.run([*CLI, "demo"], capture_output=True, text=True, timeout=600, env=env)
-    assert result.returncode == 0, result.stdout + result.stderr
-    out = result.stdout
+    out = demo_output()
     assert "one message as it is on the wire" in out
     assert '\n  value: {"id":0,"database":"shop","table":"orders"' in out
     assert "offsets skip numbers" in out and "control record" in out
@@ -270,11 +275,7 @@ def test_demo_explains_what_a_reader_sees():
 @pytest.mark.spark
 @pytest.mark.broker
 def test_demo_of_avro_runs_against_the_registry_test_double():
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
-    result = subprocess.run([*CLI, "demo", "--protocol", "avro", "--topic", "avro-demo"], capture_output=True,
-                            text=True, timeout=600, env=env)
-    assert result.returncode == 0, result.stdout + result.stderr
-    out = result.stdout
+    out = demo_output("--protocol", "avro", "--topic", "avro-demo")
     assert "started a Schema Registry TEST DOUBLE at http://127.0.0.1:" in out
     assert "reading topic 'avro-demo_shop_orders' back" in out
     assert "\n  key:   00 | schema id 1 | " in out and "\n  value: 00 | schema id 2 | " in out
@@ -290,11 +291,7 @@ def test_demo_of_avro_runs_against_the_registry_test_double():
 @pytest.mark.spark
 @pytest.mark.broker
 def test_demo_of_open_protocol_shows_the_frames_events():
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
-    result = subprocess.run([*CLI, "demo", "--protocol", "open-protocol"], capture_output=True, text=True,
-                            timeout=600, env=env)
-    assert result.returncode == 0, result.stdout + result.stderr
-    out = result.stdout
+    out = demo_output("--protocol", "open-protocol")
     assert "an Open Protocol message packs events" in out
     assert '\n  event 1 key:   {"ts":' in out and '"scm":"shop","tbl":"orders","t":1}' in out
     assert '\n  event 1 value: {"u":{"id":{"t":3,"h":true,"f":11,"v":' in out
