@@ -437,3 +437,9 @@ def test_the_task_closes_the_client_it_opened(schema_registry):
     assert encoder.registry is None
     with pytest.raises(RuntimeError, match="client has been closed"):
         client.register("x-value", '"string"', "a check")
+
+
+def test_a_missing_tls_file_is_named(schema_registry):
+    with pytest.raises(ConfigError, match=r"cannot read its TLS files \(schema-registry.ssl.ca.location="
+                                          r"/nowhere/ca.pem\)"):
+        encode(TABLE, [], **avro_options(schema_registry, **{"schema-registry.ssl.ca.location": "/nowhere/ca.pem"}))

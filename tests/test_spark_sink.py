@@ -52,13 +52,18 @@ def decoded(broker, topic: str, expect: int, idle: float = 1.0, protocol: Protoc
             ) -> list[tuple[int, object]]:
     """(partition, event) for every event of the topic, in partition order; there must be ``expect`` events.
 
-    Reads until the first message arrived, then until ``idle`` seconds pass without more
-    (the writes are over: everything is in the topic).
+    Reads the topic until it has been quiet for ``idle`` seconds, and again while it holds fewer events than
+    expected (a loaded machine may commit the last transaction late), for at most a minute.
     """
     decoder = protocol.decoder()
-    messages = read_messages(broker.bootstrap_servers, protocol.kafka_topic(topic), idle_seconds=idle,
-                             expect=min(expect, 1))
-    events = [(m.partition(), e) for m in messages for e in decoder.decode(m.key(), m.value())]
+    deadline = time.monotonic() + 60
+    while True:
+        messages = read_messages(broker.bootstrap_servers, protocol.kafka_topic(topic), idle_seconds=idle,
+                                 expect=min(expect, 1))
+        events = [(m.partition(), e) for m in messages for e in decoder.decode(m.key(), m.value())]
+        if len(events) >= expect or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
     assert len(events) == expect, f"{len(events)} event(s) in {topic}, expected {expect}"
     return events
 

@@ -328,7 +328,9 @@ def explain_topic(messages: list, protocol: str, schema_registry: str | None = N
     if protocol != "avro":
         say("WATERMARK ts is a TiDB TSO, physical milliseconds << 18 | logical counter (its UTC wall time is "
             "shown next to it): every change committed up to ts is in the partition before the watermark")
-    say(f"the decoded {protocol} events (ENUM numbers with their names from column-types):")
+    enums = ("ENUM values as the decoder restores them, TiDB's index, with the name the message carries"
+             if protocol == "avro" else "ENUM numbers with their names from column-types")
+    say(f"the decoded {protocol} events ({enums}):")
 
 
 @contextmanager

@@ -71,7 +71,12 @@ def check_client_settings(config: SinkConfig) -> None:
 def _client(config: SinkConfig) -> SchemaRegistryClient:
     try:
         return SchemaRegistryClient(client_settings(config))
-    except (ValueError, TypeError, OSError) as e:
+    except OSError as e:  # a TLS file that cannot be read: Python's error does not name it
+        files = ", ".join(f"schema-registry.{s}={v}" for s, v in config.schema_registry_settings
+                          if s.endswith(".location"))
+        raise ConfigError("schema-registry", config.schema_registry,
+                          f"the Schema Registry client cannot read its TLS files ({files}): {e}") from None
+    except (ValueError, TypeError) as e:
         given = ", ".join(f"schema-registry.{s}" for s, _ in config.schema_registry_settings) or "none"
         raise ConfigError("schema-registry", config.schema_registry,
                           f"the Schema Registry client refused its settings (schema-registry.* given: {given}): "
