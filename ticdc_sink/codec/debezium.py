@@ -1,0 +1,177 @@
+"""TiCDC's Debezium protocol, JSON (spec: ticdc-debezium-protocol.md; reference section 5).
+
+A row change is one message.  Its key is ``{"payload":{<handle-key columns>},
+"schema":{..Key}}``; its value ``{"payload":{"source":{..},"ts_ms":<now>,
+"transaction":null,"op":"c|u|d",<before/after>},"schema":{..Envelope}}``, in
+the order TiCDC writes (insert ``before:null`` then ``after``, delete
+``after:null`` then ``before``, update ``before`` (with old values) then
+``after``).  ``debezium-disable-schema`` leaves the ``schema`` parts out.  With
+``enable-tidb-extension`` the column field schemas carry ``tidb_type``, the
+source schema ``commit_ts`` and ``cluster_id``, and a WATERMARK event
+(``op:"m"``) follows every micro-batch on every partition.  Columns are typed
+by ``debezium_types``; names go through TiCDC's sanitising.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..changes import OP_DELETE, OP_INSERT, OP_UPDATE, ChangeBatch
+from ..config import SinkConfig
+from ..dispatch import Routing
+from ..messages import Messages
+from ..mysql_types import TSO_LOGICAL_BITS, TableSchema
+from ..render import join
+from .avro_schema import sanitize_name
+from .base import Encoder
+from .debezium_types import field_schema, value_fragments
+from .json_text import concat, object_parts, quote_json, quoted_names_of
+
+CONNECTOR_VERSION = "2.4.0.Final"
+_INVALID_TOPIC_CHARACTER = re.compile(r"[^A-Za-z0-9._\-]")
+
+
+def _field(field_type: str, optional: bool, name: str, extra: str = "") -> str:
+    return f'{{"type":"{field_type}","optional":{str(optional).lower()},{extra}"field":"{name}"}}'
+
+
+_SOURCE_FIELDS = [
+    _field("string", False, "version"), _field("string", False, "connector"), _field("string", False, "name"),
+    _field("int64", False, "ts_ms"),
+    _field("string", True, "snapshot", '"name":"io.debezium.data.Enum","version":1,"parameters":{"allowed":'
+                                       '"true,last,false,incremental"},"default":"false",'),
+    _field("string", False, "db"), _field("string", True, "sequence"), _field("string", True, "table"),
+    _field("int64", False, "server_id"), _field("string", True, "gtid"), _field("string", False, "file"),
+    _field("int64", False, "pos"), _field("int32", False, "row"), _field("int64", True, "thread"),
+    _field("string", True, "query"),
+]
+_EXTENSION_SOURCE_FIELDS = [_field("int64", False, "commit_ts"), _field("string", False, "cluster_id")]
+_TRANSACTION_SCHEMA = ('{"type":"struct","fields":[' + ",".join([
+    _field("string", False, "id"), _field("int64", False, "total_order"),
+    _field("int64", False, "data_collection_order")]) + '],"optional":true,"name":"event.block","version":1,'
+                       '"field":"transaction"}')
+# The payload's op and row members by operation (an update with old values gets its before row in between).
+_ROWS_BY_OP = {OP_INSERT: '"c","before":null,"after":', OP_UPDATE: '"u","after":',
+               OP_DELETE: '"d","after":null,"before":'}
+
+
+def schema_name(cluster: str, database: str, table: str) -> str:
+    """``<cluster>.<db>.<table>``: cluster and database sanitised as Avro names, the table as a topic name."""
+    return f"{sanitize_name(cluster)}.{sanitize_name(database)}.{_INVALID_TOPIC_CHARACTER.sub('_', table)}"
+
+
+class DebeziumEncoder(Encoder):
+    """Debezium keys and values for one table shape, a batch at a time."""
+
+    def __init__(self, config: SinkConfig, table: TableSchema | None, **context):
+        super().__init__(config, table, **context)
+        extension = config.enable_tidb_extension
+        self._source_schema = ('{"type":"struct","fields":[' + ",".join(
+            _SOURCE_FIELDS + (_EXTENSION_SOURCE_FIELDS if extension else [])) +
+            '],"optional":false,"name":"io.debezium.connector.mysql.Source","field":"source"}')
+        self._cluster = quote_json(config.cluster_id, html=False)
+        if table is None:  # control events only
+            return
+        self._heads = [quote_json(c.name, html=False) + ":" for c in table.columns]
+        self._fields = ",".join(field_schema(c, extension) for c in table.columns)
+        self._key_positions = [i for i, c in enumerate(table.columns) if c.handle_key]
+        self._key_fields = ",".join(field_schema(table.columns[i], extension) for i in self._key_positions)
+
+    # -- rows
+
+    def encode_rows(self, batch: ChangeBatch, routing: Routing) -> Messages:
+        """One message per row, keyed by its handle-key columns."""
+        n, columns = batch.num_rows, self.table.columns
+        fragments = [value_fragments(batch.columns[c.name], c, self.config.time_zone) for c in columns]
+        names = self._names(batch)
+        key_object = concat(object_parts([self._heads[i] for i in self._key_positions],
+                                         [fragments[i] for i in self._key_positions]), n)
+        keys = concat(['{"payload":', key_object, *self._schema(names, self._key_schema), "}"], n)
+        values = concat(['{"payload":{"source":', self._source(batch),
+                         f',"ts_ms":{self.clock()},"transaction":null,"op":', self._op_and_old_rows(batch),
+                         *object_parts(self._heads, fragments), "}", *self._schema(names, self._value_schema), "}"],
+                        n)
+        return Messages(routing.topics, routing.topic_of_message, routing.partition_of_row, keys, values,
+                        np.arange(n))
+
+    def _source(self, batch: ChangeBatch) -> pa.Array:
+        physical = pa.array(batch.commit_ts >> np.uint64(TSO_LOGICAL_BITS)).cast(pa.string())
+        return concat(self._source_parts(physical, quoted_names_of(batch.databases, html=False),
+                                         quoted_names_of(batch.tables, html=False),
+                                         pa.array(batch.commit_ts).cast(pa.string())), batch.num_rows)
+
+    def _source_parts(self, physical, database, table, commit_ts) -> list:
+        """The pieces of the ``source`` block (constants or per-row arrays), for ``concat``."""
+        return [f'{{"version":"{CONNECTOR_VERSION}","connector":"TiCDC","name":{self._cluster},"ts_ms":', physical,
+                ',"snapshot":"false","db":', database, ',"table":', table,
+                ',"server_id":0,"gtid":null,"file":"","pos":0,"row":0,"thread":0,"query":null,"commit_ts":',
+                commit_ts, f',"cluster_id":{self._cluster}}}']
+
+    def _op_and_old_rows(self, batch: ChangeBatch) -> pa.Array:
+        """``"op",`` and the members before the new row: ``before`` of an insert, delete or update."""
+        ops = batch.ops
+        codes = np.array(list(_ROWS_BY_OP))
+        heads = pa.array(list(_ROWS_BY_OP.values()), pa.string()).take(pa.array(np.searchsorted(codes, ops)))
+        is_update = ops == OP_UPDATE
+        if batch.before is not None and is_update.any():
+            updates = pa.array(np.flatnonzero(is_update))
+            old = [value_fragments(batch.before[c.name].take(updates), c, self.config.time_zone)
+                   for c in self.table.columns]
+            with_old = join('"u","before":', concat(object_parts(self._heads, old), len(updates)), ',"after":')
+            heads = pc.replace_with_mask(heads, pa.array(is_update), with_old)
+        return heads
+
+    # -- schemas
+
+    def _names(self, batch: ChangeBatch) -> pa.Array | str:
+        """``<cluster>.<db>.<table>`` per row (one constant when the batch has one table)."""
+        pairs = pc.unique(join(batch.databases, "\x00", batch.tables)).to_pylist()
+        named = {pair: schema_name(self.config.cluster_id, *pair.split("\x00")) for pair in pairs}
+        if len(named) == 1:
+            return next(iter(named.values()))
+        return pa.array([named[p] for p in join(batch.databases, "\x00", batch.tables).to_pylist()], pa.string())
+
+    def _schema(self, names: pa.Array | str, build) -> list:
+        """``,"schema":{..}`` for each row's names, or nothing with ``debezium-disable-schema``."""
+        if self.config.debezium_disable_schema:
+            return []
+        if isinstance(names, str):
+            return [',"schema":' + build(names)]
+        distinct = pc.unique(names).to_pylist()
+        texts = pa.array([build(name) for name in distinct], pa.string())
+        return [',"schema":', texts.take(pc.index_in(names, value_set=pa.array(distinct, pa.string())))]
+
+    def _key_schema(self, name: str, fields: str | None = None) -> str:
+        fields = self._key_fields if fields is None else fields
+        return f'{{"type":"struct","name":"{name}.Key","optional":false,"fields":[{fields}]}}'
+
+    def _empty_key_schema(self, name: str) -> str:
+        return self._key_schema(name, "")
+
+    def _value_schema(self, name: str) -> str:
+        rows = [f'{{"type":"struct","optional":true,"name":"{name}.Value","field":"{member}","fields":'
+                f'[{self._fields}]}}' for member in ("before", "after")]
+        return self._envelope(name, rows)
+
+    def _envelope(self, name: str, row_fields: list[str]) -> str:
+        fields = [*row_fields, self._source_schema, _field("string", False, "op"), _field("int64", True, "ts_ms"),
+                  _TRANSACTION_SCHEMA]
+        return (f'{{"type":"struct","optional":false,"name":"{name}.Envelope","version":1,'
+                f'"fields":[{",".join(fields)}]}}')
+
+    # -- control events
+
+    def encode_watermark(self, ts: int, topics: list[str]) -> Messages | None:
+        """A WATERMARK event (``op:"m"``) to every partition of every topic, with the TiDB extension only."""
+        if not self.config.enable_tidb_extension:
+            return None
+        name = f"{sanitize_name(self.config.cluster_id)}.watermark"
+        source = "".join(self._source_parts(str(ts >> TSO_LOGICAL_BITS), '""', '""', str(ts)))
+        key = '{"payload":{}' + "".join(self._schema(name, self._empty_key_schema)) + "}"
+        value = (f'{{"payload":{{"source":{source},"ts_ms":{self.clock()},"transaction":null,"op":"m"}}'
+                 + "".join(self._schema(name, lambda n: self._envelope(n, []))) + "}")
+        return Messages.to_every_partition(topics, key, value)
