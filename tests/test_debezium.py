@@ -7,6 +7,7 @@ is compared too.
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
 import numpy as np
@@ -78,3 +79,18 @@ def test_the_watermark_is_ticdcs_bytes_and_needs_the_extension():
     assert messages.topics == ["t1", "t2"] and messages.partitions.tolist() == [-1, -1]  # every partition
     plain, _ = encoder(TABLE1, [UPDATE])
     assert plain.encode_watermark(3, ["t1"]) is None
+
+
+def test_each_table_of_a_batch_gets_its_own_schema_names():
+    table = schema(("_op", T.StringType()), ("_commit_ts", T.LongType()), ("_schema", T.StringType()),
+                   ("_table", T.StringType()), ("id", T.IntegerType(), False))
+    rows = [{"_op": "INSERT", "_commit_ts": 1, "_schema": db, "_table": t, "id": i}
+            for i, (db, t) in enumerate([("a", "x"), ("b", "y.z"), ("a", "x")])]
+    config, layout, changes, _ = build(table, rows, primary_key="id")
+    debezium = DebeziumEncoder(dataclasses.replace(config, protocol="debezium", cluster_id="c-1"), layout.table,
+                               clock=lambda: CLOCK_MS)
+    messages = debezium.encode_rows(changes, Routing(["t"], np.zeros(3, np.int32), np.zeros(3, np.int32), {"t": 1}))
+    names = [json.loads(v)["schema"]["name"] for v in messages.values.to_pylist()]
+    assert names == ["c_1.a.x.Envelope", "c_1.b.y.z.Envelope", "c_1.a.x.Envelope"]
+    assert [json.loads(k)["schema"]["name"] for k in messages.keys.to_pylist()] == [
+        "c_1.a.x.Key", "c_1.b.y.z.Key", "c_1.a.x.Key"]

@@ -161,6 +161,19 @@ def as_string(values: pa.Array) -> pa.Array:
 
 
 # ---------------------------------------------------------------------------
+# BIT values as bytes
+
+def bit_bytes(values: pa.Array, width: int, byte_order: str) -> pa.Array:
+    """BIT values (uint64) as exactly ``width`` bytes each, in ``byte_order`` ``"big"`` (Avro) or
+    ``"little"`` (Debezium); nulls stay null."""
+    numbers = pc.fill_null(values, 0).to_numpy(zero_copy_only=False).astype(">u8" if byte_order == "big" else "<u8")
+    data = numbers.view(np.uint8).reshape(len(numbers), 8)
+    data = data[:, 8 - width:] if byte_order == "big" else data[:, :width]
+    fixed = pa.FixedSizeBinaryArray.from_buffers(pa.binary(width), len(numbers), [None, pa.py_buffer(data.tobytes())])
+    return pc.if_else(values.is_null(), pa.scalar(None, pa.binary()), fixed.cast(pa.binary()))
+
+
+# ---------------------------------------------------------------------------
 # ENUM and SET by name
 
 def enum_names(values: pa.Array, elements: tuple[str, ...]) -> pa.Array:

@@ -16,6 +16,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..render import bit_bytes
+
 _MAX_VARINT_BYTES = 10
 _NULL_BRANCH = pa.scalar(b"\x00", pa.binary())  # union branch 0 (null) as a zig-zag varint
 _VALUE_BRANCH = pa.scalar(b"\x02", pa.binary())  # union branch 1
@@ -98,11 +100,8 @@ def _minimal_twos_complement(values: pa.Array) -> pa.Array:
 
 
 def unsigned_bytes(values: pa.Array, width: int) -> pa.Array:
-    """Avro ``bytes`` of unsigned integers, each exactly ``width`` big-endian bytes (nulls as 0)."""
-    numbers = pc.fill_null(values, 0).to_numpy(zero_copy_only=False).astype(">u8")
-    data = numbers.view(np.uint8).reshape(len(numbers), 8)[:, 8 - width:]
-    fixed = pa.FixedSizeBinaryArray.from_buffers(pa.binary(width), len(numbers), [None, pa.py_buffer(data.tobytes())])
-    return length_prefixed(fixed.cast(pa.binary()))
+    """Avro ``bytes`` of unsigned integers, each exactly ``width`` big-endian bytes (nulls as empty)."""
+    return length_prefixed(bit_bytes(values, width, "big"))
 
 
 def _unscaled(value: Decimal, scale: int) -> int:

@@ -127,23 +127,21 @@ class DebeziumEncoder(Encoder):
 
     # -- schemas
 
-    def _names(self, batch: ChangeBatch) -> pa.Array | str:
-        """``<cluster>.<db>.<table>`` per row (one constant when the batch has one table)."""
-        pairs = pc.unique(join(batch.databases, "\x00", batch.tables)).to_pylist()
-        named = {pair: schema_name(self.config.cluster_id, *pair.split("\x00")) for pair in pairs}
-        if len(named) == 1:
-            return next(iter(named.values()))
-        return pa.array([named[p] for p in join(batch.databases, "\x00", batch.tables).to_pylist()], pa.string())
+    def _names(self, batch: ChangeBatch) -> tuple[list[str], pa.Array | None]:
+        """The batch's distinct ``<cluster>.<db>.<table>`` and, when there are several, each row's index."""
+        pairs = join(batch.databases, "\x00", batch.tables)
+        distinct = pc.unique(pairs)
+        names = [schema_name(self.config.cluster_id, *pair.split("\x00")) for pair in distinct.to_pylist()]
+        return names, None if len(names) == 1 else pc.index_in(pairs, value_set=distinct)
 
-    def _schema(self, names: pa.Array | str, build) -> list:
-        """``,"schema":{..}`` for each row's names, or nothing with ``debezium-disable-schema``."""
+    def _schema(self, names: tuple[list[str], pa.Array | None], build) -> list:
+        """``,"schema":{..}`` for each row's name, or nothing with ``debezium-disable-schema``."""
         if self.config.debezium_disable_schema:
             return []
-        if isinstance(names, str):
-            return [',"schema":' + build(names)]
-        distinct = pc.unique(names).to_pylist()
-        texts = pa.array([build(name) for name in distinct], pa.string())
-        return [',"schema":', texts.take(pc.index_in(names, value_set=pa.array(distinct, pa.string())))]
+        distinct, row_index = names
+        if row_index is None:
+            return [',"schema":' + build(distinct[0])]
+        return [',"schema":', pa.array([build(name) for name in distinct], pa.string()).take(row_index)]
 
     def _key_schema(self, name: str, fields: str | None = None) -> str:
         fields = self._key_fields if fields is None else fields
@@ -171,7 +169,7 @@ class DebeziumEncoder(Encoder):
             return None
         name = f"{sanitize_name(self.config.cluster_id)}.watermark"
         source = "".join(self._source_parts(str(ts >> TSO_LOGICAL_BITS), '""', '""', str(ts)))
-        key = '{"payload":{}' + "".join(self._schema(name, self._empty_key_schema)) + "}"
+        key = '{"payload":{}' + "".join(self._schema(([name], None), self._empty_key_schema)) + "}"
         value = (f'{{"payload":{{"source":{source},"ts_ms":{self.clock()},"transaction":null,"op":"m"}}'
-                 + "".join(self._schema(name, lambda n: self._envelope(n, []))) + "}")
+                 + "".join(self._schema(([name], None), lambda n: self._envelope(n, []))) + "}")
         return Messages.to_every_partition(topics, key, value)

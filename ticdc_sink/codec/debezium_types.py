@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..mysql_types import Column, MySQLType
-from ..render import enum_names, float_json_numbers, set_names, string_scalar, timestamp_text, value_text
+from ..render import bit_bytes, enum_names, float_json_numbers, join, set_names, timestamp_text, value_text
 from .json_text import base64_fragments, bare_fragments, json_fragments, quote_json
 
 _NAMED_TYPES = {"date": ("int32", "io.debezium.time.Date"), "time": ("int64", "io.debezium.time.MicroTime"),
@@ -93,7 +93,7 @@ def value_fragments(values: pa.Array, column: Column, time_zone: str) -> pa.Arra
     if t.kind == "bit":
         if t.length == 1:
             return bare_fragments(_TRUE_FALSE.take(values.cast(pa.int8())))
-        return base64_fragments(_little_endian(values, (t.length + 7) // 8))
+        return base64_fragments(bit_bytes(values, (t.length + 7) // 8, "little"))
     if t.kind == "enum":
         return json_fragments(enum_names(values, t.elements), html=False)
     if t.kind == "set":
@@ -104,8 +104,7 @@ def value_fragments(values: pa.Array, column: Column, time_zone: str) -> pa.Arra
         micros = _two_digit_years(values.cast(pa.timestamp("us")).cast(pa.int64()), days=False)
         return bare_fragments((micros if t.fsp > 3 else pc.divide(micros, 1000)).cast(pa.string()))
     if t.kind == "timestamp":
-        text = pc.replace_substring(timestamp_text(values, t.fsp, "UTC"), " ", "T")
-        return json_fragments(pc.binary_join_element_wise(text, string_scalar("Z"), string_scalar("")),
+        return json_fragments(join(pc.replace_substring(timestamp_text(values, t.fsp, "UTC"), " ", "T"), "Z"),
                               escape=False)
     if t.is_string and t.binary:
         return base64_fragments(values)
@@ -114,15 +113,6 @@ def value_fragments(values: pa.Array, column: Column, time_zone: str) -> pa.Arra
 
 def _null_mask(values: pa.Array) -> np.ndarray | None:
     return values.is_null().to_numpy(zero_copy_only=False) if values.null_count else None
-
-
-def _little_endian(values: pa.Array, width: int) -> pa.Array:
-    """Unsigned integers as ``width`` little-endian bytes each (BIT(n) in TiCDC's Debezium)."""
-    numbers = pc.fill_null(values, 0).to_numpy(zero_copy_only=False).astype("<u8")
-    data = numbers.view(np.uint8).reshape(len(numbers), 8)[:, :width]
-    fixed = pa.FixedSizeBinaryArray.from_buffers(pa.binary(width), len(numbers),
-                                                 [None, pa.py_buffer(data.tobytes())])
-    return pc.if_else(values.is_null(), pa.scalar(None, pa.binary()), fixed.cast(pa.binary()))
 
 
 def _two_digit_years(numbers: pa.Array, days: bool) -> pa.Array:
