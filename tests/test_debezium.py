@@ -1,4 +1,4 @@
-"""protocol=debezium: TiCDC's DML and WATERMARK messages byte for byte (golden/debezium/).
+"""protocol=debezium: TiCDC's DML, DDL and WATERMARK messages byte for byte (golden/debezium/).
 
 The encoding clock is frozen at the goldens' placeholder, so ``payload.ts_ms``
 is compared too.
@@ -15,8 +15,12 @@ import pytest
 from pyspark.sql import types as T
 
 from changefeed import build, schema
+from test_debezium_types import ENCODED, spark_input
 from ticdc_sink.codec.debezium import DebeziumEncoder
+from ticdc_sink.ddl import DDLChange, classify
 from ticdc_sink.dispatch import Routing
+from ticdc_sink.errors import ContractError
+from ticdc_sink.messages import BROADCAST
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "debezium"
 CLOCK_MS = 1701326309000  # the goldens' payload.ts_ms
@@ -94,3 +98,131 @@ def test_each_table_of_a_batch_gets_its_own_schema_names():
     assert names == ["c_1.a.x.Envelope", "c_1.b.y.z.Envelope", "c_1.a.x.Envelope"]
     assert [json.loads(k)["schema"]["name"] for k in messages.keys.to_pylist()] == [
         "c_1.a.x.Key", "c_1.b.y.z.Key", "c_1.a.x.Key"]
+
+
+# -- DDL events
+
+DDL_COLUMNS = json.loads((GOLDEN / "ddl-columns.json").read_text())
+ID_TABLE = schema(("_op", T.StringType()), ("id", T.IntegerType(), False))
+
+
+def ddl_encoder(spark_schema, column_types: str, **options) -> DebeziumEncoder:
+    config, layout, _, _ = build(spark_schema, [], database="test", table="table1", primary_key="id",
+                                 column_types=column_types)
+    config = dataclasses.replace(config, protocol="debezium", cluster_id="test_cluster", **options)
+    return DebeziumEncoder(config, layout.table, clock=lambda: CLOCK_MS)
+
+
+def encode_ddl(debezium: DebeziumEncoder, table: str, statement: str, commit_ts: int, **change) -> tuple[str, str]:
+    messages = debezium.encode_ddl(DDLChange("test", table, statement, commit_ts, classify(statement), **change), "t")
+    assert messages.topics == ["t"] and messages.partitions.tolist() == [BROADCAST]  # every partition
+    [key], [value] = messages.keys.to_pylist(), messages.values.to_pylist()
+    return key, value
+
+
+@pytest.mark.parametrize("name, table, statement, commit_ts", [
+    ("ddl-rename-table", "table2", "RENAME TABLE test.table1 to test.table2", 1),
+    ("ddl-create-table", "table1", "CREATE TABLE test.table1(id int(10) primary key)", 429918006804480000),
+    ("ddl-drop-table", "table2", "DROP TABLE test.table2", 429918010736640000),
+])
+def test_the_documents_ddl_events_are_ticdcs_bytes(name, table, statement, commit_ts):
+    key, value = encode_ddl(ddl_encoder(ID_TABLE, "id INT(10)"), table, statement, commit_ts)
+    assert (key, value) == (golden(f"{name}.key.json"), golden(f"{name}.value.json"))
+
+
+@pytest.mark.parametrize("name, options", [("ddl-alter-table-add-column", {}),
+                                           ("ddl-alter-table-add-column-tidb-extension",
+                                            {"enable_tidb_extension": True})])
+def test_add_column_describes_the_whole_table_after_it(name, options):
+    table = schema(("_op", T.StringType()), ("id", T.IntegerType(), False), ("name", T.StringType()))
+    debezium = ddl_encoder(table, "id INT(10), name VARCHAR(32)", **options)
+    key, value = encode_ddl(debezium, "table2", "ALTER TABLE test.table2 ADD COLUMN name VARCHAR(32)",
+                            429918007328768001)
+    assert (key, value) == (golden(f"{name}.key.json"), golden(f"{name}.value.json"))
+
+
+def types_table_encoder() -> DebeziumEncoder:
+    """The encoder of golden table test.types: id, then a column per values.json column."""
+    spark_types = {c["column"]: spark_input(c)[0] for c in reversed(ENCODED)}  # each column's first case
+    nullable = {c["column"]: c["spark_nullable"] for c in ENCODED}
+    fields = [("id", T.IntegerType(), False)] + [
+        (c["column"], spark_types[c["column"]], nullable[c["column"]]) for c in DDL_COLUMNS["columns"][1:]]
+    column_types = ", ".join(f'{c["column"]} {c["mysql_type"].removesuffix(" NOT NULL")}'
+                             for c in DDL_COLUMNS["columns"][1:])
+    return ddl_encoder(schema(("_op", T.StringType()), *fields), column_types)
+
+
+def test_a_create_table_with_every_type_is_ticdcs_bytes():
+    key, value = encode_ddl(types_table_encoder(), "types", DDL_COLUMNS["table_statement"], 429918007066624000)
+    assert (key, value) == (golden("ddl-create-table-types.key.json"), golden("ddl-create-table-types.value.json"))
+
+
+@pytest.mark.parametrize("entry", DDL_COLUMNS["columns"], ids=[c["column"] for c in DDL_COLUMNS["columns"]])
+def test_each_columns_metadata_in_a_ddl_that_does_not_define_it(entry):
+    _, value = encode_ddl(types_table_encoder(), "types", "ALTER TABLE test.types COMMENT 'x'", 1)
+    columns = json.loads(value)["payload"]["tableChanges"][0]["table"]["columns"]
+    [column] = [c for c in columns if c["name"] == entry["column"]]
+    assert json.dumps(column, separators=(",", ":"), ensure_ascii=False) == entry["column_json"]
+    assert column["length"] == entry["length"] and column["position"] == entry["position"]
+
+
+def test_a_statement_that_defines_a_temporal_column_without_precision_gives_no_length():
+    debezium = types_table_encoder()
+    _, value = encode_ddl(debezium, "types", "ALTER TABLE test.types MODIFY COLUMN c_datetime DATETIME, "
+                                             "CHANGE c_year c_year YEAR, ADD COLUMN (c_time TIME, c_time2 TIME(2))", 1)
+    columns = {c["name"]: c for c in json.loads(value)["payload"]["tableChanges"][0]["table"]["columns"]}
+    assert [columns[n]["length"] for n in ("c_datetime", "c_year", "c_time", "c_time2", "c_timestamp")] == [
+        None, None, None, 2, 0]  # c_timestamp is not defined by the statement: its stored fsp
+
+
+@pytest.mark.parametrize("statement, table, change_type, table_id", [
+    ("ALTER TABLE test.t ADD INDEX i (a)", "t", "ALTER", '"test"."t"'),
+    ("CREATE INDEX i ON t (a)", "t", "ALTER", '"test"."t"'),
+    ("DROP INDEX i ON t", "t", "DROP", '"test"."t"'),
+    ("ALTER TABLE `old` RENAME TO test.t", "t", "ALTER", '"test"."old","test"."t"'),
+    ("RENAME TABLE a TO b, x.c TO t", "t", "ALTER", '"x"."c","test"."t"'),
+    ("ALTER TABLE pt EXCHANGE PARTITION p0 WITH TABLE t", "t", "ALTER", '"test"."pt"'),
+])
+def test_table_changes_type_and_id_follow_the_action(statement, table, change_type, table_id):
+    _, value = encode_ddl(ddl_encoder(ID_TABLE, "id INT"), table, statement, 1)
+    [change] = json.loads(value)["payload"]["tableChanges"]
+    assert (change["type"], change["id"], change["table"]["primaryKeyColumnNames"]) == (change_type, table_id, ["id"])
+
+
+@pytest.mark.parametrize("statement, table", [("TRUNCATE TABLE t", "t"), ("CREATE DATABASE test", ""),
+                                              ("DROP DATABASE test", "")])
+def test_database_ddl_and_truncate_have_no_table_changes(statement, table):
+    key, value = encode_ddl(ddl_encoder(ID_TABLE, "id INT"), table, statement, 1)
+    payload = json.loads(value)["payload"]
+    assert (payload["tableChanges"], payload["ddl"], json.loads(key)["payload"]) == (
+        [], statement, {"databaseName": "test"})
+
+
+def test_an_action_ticdc_sends_no_event_for_is_skipped_with_one_warning(caplog):
+    debezium = ddl_encoder(ID_TABLE, "id INT")
+    statement = "ALTER TABLE t ADD CONSTRAINT fk FOREIGN KEY (id) REFERENCES u (id)"
+    ddl = DDLChange("test", "t", statement, 1, classify(statement))
+    with caplog.at_level("WARNING"):
+        assert debezium.encode_ddl(ddl, "t") is None and debezium.encode_ddl(ddl, "t") is None
+    assert len(caplog.records) == 1 and "add foreign key" in caplog.text and "_ddl_type" in caplog.text
+    forced = debezium.encode_ddl(dataclasses.replace(ddl, type_override="alter"), "t")
+    assert json.loads(forced.values.to_pylist()[0])["payload"]["tableChanges"][0]["type"] == "ALTER"
+
+
+def test_bad_ddl_input_is_refused_naming_it():
+    debezium = ddl_encoder(ID_TABLE, "id INT")
+    with pytest.raises(ContractError, match="'_ddl_type'.*'bogus'.*CREATE, ALTER, DROP"):
+        debezium.check_ddl(DDLChange("test", "t", "ALTER TABLE t ADD c INT", 1, "add column", type_override="bogus"))
+    with pytest.raises(ContractError, match="'_ddl'.*renames no table"):
+        encode_ddl(debezium, "t", "RENAME TABLE a TO b", 1)
+    control_only = DebeziumEncoder(debezium.config, None, clock=lambda: CLOCK_MS)
+    with pytest.raises(ContractError, match="emit_ddl"):
+        control_only.encode_ddl(DDLChange("test", "t", "ALTER TABLE t ADD c INT", 1, "add column"), "t")
+    dropped = control_only.encode_ddl(DDLChange("test", "t", "DROP TABLE t", 1, "drop table"), "t")
+    assert json.loads(dropped.values.to_pylist()[0])["payload"]["tableChanges"][0]["table"] is None
+
+
+def test_ddl_without_schemas():
+    key, value = encode_ddl(ddl_encoder(ID_TABLE, "id INT", debezium_disable_schema=True), "t", "DROP TABLE t", 1)
+    assert key == '{"payload":{"databaseName":"test"}}'
+    assert list(json.loads(value)) == ["payload"]

@@ -217,3 +217,129 @@ CANAL_DDL_TYPES = ("CREATE", "ALTER", "ERASE", "RENAME", "TRUNCATE", "CINDEX", "
 
 def canal_ddl_type(action: str) -> str:
     return _CANAL_TYPES.get(action, "QUERY")
+
+
+# Debezium's tableChanges type per action (TiCDC debezium EncodeDDLEvent); other actions send no event.
+_DEBEZIUM_TYPES = {
+    **dict.fromkeys(["create schema", "create table", "create view"], "CREATE"),
+    **dict.fromkeys(
+        ["add column", "modify column", "drop column", "multi-schema change", "add table partition",
+         "remove partitioning", "reorganize partition", "exchange table partition", "alter table partitioning",
+         "truncate table partition", "drop table partition", "rebase auto id", "set default value",
+         "modify table comment", "modify table charset and collate", "modify schema charset and collate",
+         "add index", "alter index visibility", "rename index", "rename table", "rename tables",
+         "add primary key", "drop primary key"],
+        "ALTER",
+    ),
+    **dict.fromkeys(["drop schema", "drop table", "drop index", "drop view", "truncate table"], "DROP"),
+}
+DEBEZIUM_CHANGE_TYPES = ("CREATE", "ALTER", "DROP")
+
+
+def debezium_change_type(action: str) -> str | None:
+    return _DEBEZIUM_TYPES.get(action)
+
+
+# -- names and column definitions inside a statement (for the protocols that describe the table)
+
+_NAME = r"(`(?:[^`]|``)+`|[^\s`.,;()]+)"
+_QUALIFIED = _NAME + r"(?:\s*\.\s*" + _NAME + r")?"
+_RENAME_PAIR = re.compile(r"\s*" + _QUALIFIED + _W + r"to" + _W + _QUALIFIED + r"\s*$", re.I | re.S)
+_ALTER_RENAME = re.compile(r"rename" + _W + r"((to|as)" + _W + r")?" + _QUALIFIED + r"\s*$", re.I | re.S)
+_EXCHANGE_WITH = re.compile(r"with" + _W + r"table" + _W + _QUALIFIED, re.I | re.S)
+_COLUMN_DEFINITION = re.compile(_NAME + r"\s+(\w+)\s*(?:\(\s*(\d+)\s*\))?", re.S)
+_NOT_A_COLUMN = re.compile(r"(constraint|primary|unique|key|index|fulltext|spatial|foreign|check)\b", re.I)
+_CREATE_TABLE_COLUMNS = re.compile(r"create" + _W + r"(temporary" + _W + r")?table" + _W + r"(if" + _W + r"not"
+                                   + _W + r"exists" + _W + r")?" + _QUALIFIED + r"\s*\(", re.I | re.S)
+_DEFINING_CLAUSE = re.compile(r"(add|modify|change)(" + _W + r"column)?\s+(.*)$", re.I | re.S)
+
+
+def _inside_parentheses(sql: str, start: int) -> str:
+    """The text from ``start`` up to the parenthesis that closes the one just before it."""
+    depth, quote = 1, None
+    for i in range(start, len(sql)):
+        ch = sql[i]
+        if quote:
+            quote = None if ch == quote else quote
+        elif ch in "'`\"":
+            quote = ch
+        elif ch in "()":
+            depth += 1 if ch == "(" else -1
+            if depth == 0:
+                return sql[start:i]
+    return sql[start:]
+
+
+def _unquote(name: str) -> str:
+    return name[1:-1].replace("``", "`") if name.startswith("`") else name
+
+
+def _table_name(first: str, second: str | None, database: str) -> tuple[str, str]:
+    """(database, table) of a possibly qualified name; unqualified names are in ``database``."""
+    return (_unquote(first), _unquote(second)) if second else (database, _unquote(first))
+
+
+def _same(a: tuple[str, str], b: tuple[str, str]) -> bool:
+    return a[0].lower() == b[0].lower() and a[1].lower() == b[1].lower()
+
+
+def renamed_from(ddl: DDLChange) -> tuple[str, str] | None:
+    """The old (database, table) of the table a RENAME TABLE or ALTER TABLE .. RENAME made ``ddl``'s table."""
+    sql = _strip_comments(ddl.query).rstrip(";")
+    target = (ddl.database, ddl.table)
+    rename = _RENAME_TABLE.match(sql)
+    if rename:
+        for clause in _top_level_clauses(rename.group(1)):
+            pair = _RENAME_PAIR.match(clause)
+            if pair and _same(_table_name(pair[3], pair[4], ddl.database), target):
+                return _table_name(pair[1], pair[2], ddl.database)
+        return None
+    alter = _ALTER_TABLE.match(sql)
+    if alter:
+        for clause in _top_level_clauses(sql[alter.end():]):
+            if _ALTER_RENAME.match(clause):
+                return _table_name(alter[2], alter[4], ddl.database)
+    return None
+
+
+def exchanged_with(ddl: DDLChange) -> tuple[str, str] | None:
+    """The other table of ALTER TABLE .. EXCHANGE PARTITION: the partitioned one when the row names the
+    plain one (TiCDC's event is the plain table's), else the plain one."""
+    sql = _strip_comments(ddl.query)
+    alter, plain = _ALTER_TABLE.match(sql), _EXCHANGE_WITH.search(sql)
+    if not (alter and plain):
+        return None
+    partitioned = _table_name(alter[2], alter[4], ddl.database)
+    plain_name = _table_name(plain[1], plain[2], ddl.database)
+    return partitioned if _same(plain_name, (ddl.database, ddl.table)) else plain_name
+
+
+def defined_columns(statement: str) -> dict[str, tuple[str, int | None]]:
+    """The columns a CREATE TABLE or ALTER TABLE ADD/MODIFY/CHANGE defines: lower-case name ->
+    (lower-case type word, the number in its parentheses or None when the statement gives none)."""
+    sql = _strip_comments(statement).rstrip(";")
+    definitions: list[str] = []
+    alter = _ALTER_TABLE.match(sql)
+    if alter:
+        for clause in _top_level_clauses(sql[alter.end():]):
+            defining = _DEFINING_CLAUSE.match(clause)
+            if not defining:
+                continue
+            body = defining[3].strip()
+            if defining[1].lower() == "change":
+                body = re.sub(r"^" + _NAME + r"\s+", "", body, flags=re.S)  # the old name
+            if body.startswith("(") and body.endswith(")"):
+                definitions += _top_level_clauses(body[1:-1])
+            else:
+                definitions.append(body)
+    else:
+        create = _CREATE_TABLE_COLUMNS.match(sql)
+        if create:
+            definitions = _top_level_clauses(_inside_parentheses(sql, create.end()))
+    columns = {}
+    for definition in definitions:
+        match = _COLUMN_DEFINITION.match(definition)
+        if match and not _NOT_A_COLUMN.match(definition):
+            number = match[3]
+            columns[_unquote(match[1]).lower()] = (match[2].lower(), int(number) if number is not None else None)
+    return columns

@@ -187,10 +187,15 @@ class MySQLType:
         return self.binary or not (self.is_string or self.kind in {"enum", "set"})
 
     @property
+    def base_name(self) -> str:
+        """TiDB's ``TypeToStr``: the type's name by kind and charset (``blob`` for binary TEXT)."""
+        kind = _KINDS[self.kind]
+        return kind.binary_short if self.binary and kind.binary_short else kind.short
+
+    @property
     def short_name(self) -> str:
         """``TypeToStr`` plus ``unsigned``/``zerofill``: Canal's ``mysqlType``."""
-        kind = _KINDS[self.kind]
-        name = kind.binary_short if self.binary and kind.binary_short else kind.short
+        name = self.base_name
         if self.unsigned and self.kind not in {"bit", "year"}:
             name += " unsigned"
         if self.zerofill and self.kind != "year":
@@ -200,8 +205,7 @@ class MySQLType:
     @property
     def full_name(self) -> str:
         """TiDB's ``GetTypeDesc``: the short name with its parameters."""
-        kind = _KINDS[self.kind]
-        name = kind.binary_short if self.binary and kind.binary_short else kind.short
+        name = self.base_name
         if self.kind in {"enum", "set"}:
             quoted = (e.replace("\\", "\\\\").replace("'", "''") for e in self.elements)
             name += "('" + "','".join(quoted) + "')"
@@ -223,6 +227,11 @@ class MySQLType:
 
     def __str__(self) -> str:
         return self.full_name
+
+
+def default_width(kind: str) -> int | None:
+    """TiDB's default width of a kind (``GetDefaultFieldLengthAndDecimal``), where the column model applies one."""
+    return _KINDS[kind].default_width
 
 
 def _with_defaults(t: MySQLType) -> MySQLType:

@@ -29,29 +29,25 @@ from ..errors import ContractError
 from ..messages import Messages
 from ..mysql_types import TSO_LOGICAL_BITS, Column, TableSchema, tso_physical_ms
 from ..render import string_scalar, value_text
+from . import java_sql_types as java
 from .base import Decoder, DDLEvent, Encoder, RowEvent, WatermarkEvent
 from .json_text import (changed_members_object, concat, json_fragments, latin1_json_fragments, object_parts,
                         quote_json, quoted_names_of)
 
-# java.sql.Types codes (TiCDC common/java.go).
-JAVA_CHAR, JAVA_DECIMAL, JAVA_INTEGER, JAVA_SMALLINT, JAVA_REAL, JAVA_DOUBLE = 1, 3, 4, 5, 7, 8
-JAVA_VARCHAR, JAVA_DATE, JAVA_TIME, JAVA_TIMESTAMP, JAVA_BLOB, JAVA_CLOB = 12, 91, 92, 93, 2004, 2005
-JAVA_BIGINT, JAVA_TINYINT, JAVA_BIT = -5, -6, -7
-
 _JAVA_BY_KIND = {
-    "tinyint": JAVA_TINYINT, "smallint": JAVA_SMALLINT, "mediumint": JAVA_INTEGER, "int": JAVA_INTEGER,
-    "bigint": JAVA_BIGINT, "float": JAVA_REAL, "double": JAVA_DOUBLE, "decimal": JAVA_DECIMAL,
-    "bit": JAVA_BIT, "set": JAVA_BIT, "enum": JAVA_INTEGER, "year": JAVA_VARCHAR, "json": JAVA_VARCHAR,
-    "date": JAVA_DATE, "datetime": JAVA_TIMESTAMP, "timestamp": JAVA_TIMESTAMP, "time": JAVA_TIME,
-    "char": JAVA_CHAR, "varchar": JAVA_VARCHAR,
-    "tinytext": JAVA_CLOB, "text": JAVA_CLOB, "mediumtext": JAVA_CLOB, "longtext": JAVA_CLOB,
+    "tinyint": java.TINYINT, "smallint": java.SMALLINT, "mediumint": java.INTEGER, "int": java.INTEGER,
+    "bigint": java.BIGINT, "float": java.REAL, "double": java.DOUBLE, "decimal": java.DECIMAL,
+    "bit": java.BIT, "set": java.BIT, "enum": java.INTEGER, "year": java.VARCHAR, "json": java.VARCHAR,
+    "date": java.DATE, "datetime": java.TIMESTAMP, "timestamp": java.TIMESTAMP, "time": java.TIME,
+    "char": java.CHAR, "varchar": java.VARCHAR,
+    "tinytext": java.CLOB, "text": java.CLOB, "mediumtext": java.CLOB, "longtext": java.CLOB,
 }
 # Unsigned integers whose value exceeds the signed maximum get the next wider java type.
 _UNSIGNED_PROMOTION = {
-    "tinyint": (2**7 - 1, JAVA_SMALLINT),
-    "smallint": (2**15 - 1, JAVA_INTEGER),
-    "int": (2**31 - 1, JAVA_BIGINT),
-    "bigint": (2**63 - 1, JAVA_DECIMAL),
+    "tinyint": (2**7 - 1, java.SMALLINT),
+    "smallint": (2**15 - 1, java.INTEGER),
+    "int": (2**31 - 1, java.BIGINT),
+    "bigint": (2**63 - 1, java.DECIMAL),
 }
 
 
@@ -59,7 +55,7 @@ def java_sql_type(column: Column) -> int:
     """The base java.sql.Types code of a column (TiCDC ``mysqlType2JavaType``)."""
     t = column.type
     if t.binary and t.is_string:
-        return JAVA_BLOB
+        return java.BLOB
     return _JAVA_BY_KIND[t.kind]
 
 

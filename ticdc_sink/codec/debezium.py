@@ -14,6 +14,7 @@ by ``debezium_types``; names go through TiCDC's sanitising.
 
 from __future__ import annotations
 
+import logging
 import re
 
 import numpy as np
@@ -22,14 +23,21 @@ import pyarrow.compute as pc
 
 from ..changes import OP_DELETE, OP_INSERT, OP_UPDATE, ChangeBatch
 from ..config import SinkConfig
+from ..ddl import DEBEZIUM_CHANGE_TYPES, DDLChange, debezium_change_type, exchanged_with, renamed_from
 from ..dispatch import Routing
-from ..messages import Messages
+from ..errors import ContractError
+from ..messages import BROADCAST, Messages
 from ..mysql_types import TSO_LOGICAL_BITS, TableSchema
 from ..render import join
 from .avro_schema import sanitize_name
 from .base import Encoder
+from .debezium_ddl import KEY_SCHEMA as DDL_KEY_SCHEMA
+from .debezium_ddl import VALUE_FIELDS as DDL_VALUE_FIELDS
+from .debezium_ddl import table_json
 from .debezium_types import field_schema, value_fragments
 from .json_text import concat, object_parts, quote_json, quoted_names_of
+
+log = logging.getLogger(__name__)
 
 CONNECTOR_VERSION = "2.4.0.Final"
 _INVALID_TOPIC_CHARACTER = re.compile(r"[^A-Za-z0-9._\-]")
@@ -74,6 +82,7 @@ class DebeziumEncoder(Encoder):
             _SOURCE_FIELDS + (_EXTENSION_SOURCE_FIELDS if extension else [])) +
             '],"optional":false,"name":"io.debezium.connector.mysql.Source","field":"source"}')
         self._cluster = quote_json(config.cluster_id, html=False)
+        self._unsent_actions: set[str] = set()
         if table is None:  # control events only
             return
         self._heads = [quote_json(c.name, html=False) + ":" for c in table.columns]
@@ -147,9 +156,6 @@ class DebeziumEncoder(Encoder):
         fields = self._key_fields if fields is None else fields
         return f'{{"type":"struct","name":"{name}.Key","optional":false,"fields":[{fields}]}}'
 
-    def _empty_key_schema(self, name: str) -> str:
-        return self._key_schema(name, "")
-
     def _value_schema(self, name: str) -> str:
         rows = [f'{{"type":"struct","optional":true,"name":"{name}.Value","field":"{member}","fields":'
                 f'[{self._fields}]}}' for member in ("before", "after")]
@@ -169,7 +175,69 @@ class DebeziumEncoder(Encoder):
             return None
         name = f"{sanitize_name(self.config.cluster_id)}.watermark"
         source = "".join(self._source_parts(str(ts >> TSO_LOGICAL_BITS), '""', '""', str(ts)))
-        key = '{"payload":{}' + "".join(self._schema(([name], None), self._empty_key_schema)) + "}"
+        key = '{"payload":{}' + self._fixed_schema(self._key_schema(name, "")) + "}"
         value = (f'{{"payload":{{"source":{source},"ts_ms":{self.clock()},"transaction":null,"op":"m"}}'
-                 + "".join(self._schema(([name], None), lambda n: self._envelope(n, []))) + "}")
+                 + self._fixed_schema(self._envelope(name, [])) + "}")
         return Messages.to_every_partition(topics, key, value)
+
+    def check_ddl(self, ddl: DDLChange) -> None:
+        self._change_type(ddl)
+
+    def _change_type(self, ddl: DDLChange) -> str | None:
+        """CREATE, ALTER or DROP: the ``_ddl_type`` override, else by the statement's action (None: not sent)."""
+        if not ddl.type_override:
+            return debezium_change_type(ddl.action)
+        change = ddl.type_override.strip().upper()
+        if change not in DEBEZIUM_CHANGE_TYPES:
+            raise ContractError(self.config.ddl_type_column, ddl.type_override, f"DDL {ddl.query!r}",
+                                f"a Debezium change type is one of {', '.join(DEBEZIUM_CHANGE_TYPES)}")
+        return change
+
+    def encode_ddl(self, ddl: DDLChange, topic: str) -> Messages | None:
+        """A schema-change event to every partition of the topic; none for an action TiCDC sends none for."""
+        change = self._change_type(ddl)
+        if change is None:
+            if ddl.action not in self._unsent_actions:
+                self._unsent_actions.add(ddl.action)
+                log.warning("ticdc sink: Debezium has no schema-change event for %r (TiDB action %s), as in "
+                            "TiCDC; nothing is sent. Give it a %s of CREATE, ALTER or DROP to send one",
+                            ddl.query, ddl.action, self.config.ddl_type_column)
+            return None
+        database, table = quote_json(ddl.database, html=False), quote_json(ddl.table, html=False)
+        key = '{"payload":{"databaseName":' + database + "}" + self._fixed_schema(DDL_KEY_SCHEMA) + "}"
+        source = "".join(self._source_parts(str(ddl.commit_ts >> TSO_LOGICAL_BITS), database, table,
+                                            str(ddl.commit_ts)))
+        schema = ('{"optional":false,"type":"struct","version":1,'
+                  '"name":"io.debezium.connector.mysql.SchemaChangeValue","fields":['
+                  + ",".join([self._source_schema, *DDL_VALUE_FIELDS]) + "]}")
+        value = (f'{{"payload":{{"source":{source},"ts_ms":{self.clock()},"databaseName":{database},'
+                 f'"schemaName":null,"ddl":{quote_json(ddl.query, html=False)},'
+                 f'"tableChanges":[{self._table_change(ddl, change)}]}}' + self._fixed_schema(schema) + "}")
+        return Messages.one(topic, BROADCAST, key, value)
+
+    def _fixed_schema(self, schema: str) -> str:
+        return "" if self.config.debezium_disable_schema else ',"schema":' + schema
+
+    def _table_change(self, ddl: DDLChange, change: str) -> str:
+        """The one ``tableChanges`` entry, or none for a database-level DDL and TRUNCATE TABLE."""
+        if not ddl.table or ddl.action == "truncate table":
+            return ""
+        if ddl.action in ("rename table", "rename tables"):
+            old = renamed_from(ddl)
+            if old is None:
+                raise ContractError(self.config.ddl_column, ddl.query, f"DDL of {ddl.database}.{ddl.table}",
+                                    "Debezium's RENAME event names the old table, and this statement renames "
+                                    "no table to the DDL row's table")
+            names = [old, (ddl.database, ddl.table)]
+        elif ddl.action == "exchange table partition":
+            names = [exchanged_with(ddl) or (ddl.database, ddl.table)]
+        else:
+            names = [(ddl.database, ddl.table)]
+        table_id = quote_json(",".join(f'"{database}"."{table}"' for database, table in names), html=False)
+        if ddl.action == "drop table":
+            return f'{{"type":"{change}","id":{table_id},"table":null}}'
+        if self.table is None:
+            raise ContractError(self.config.ddl_column, ddl.query, f"DDL of {ddl.database}.{ddl.table}",
+                                "Debezium's schema-change event describes the table's columns: send it as a "
+                                "DDL row of a DataFrame with the table's columns, not with emit_ddl")
+        return f'{{"type":"{change}","id":{table_id},"table":{table_json(self.table, ddl.query)}}}'

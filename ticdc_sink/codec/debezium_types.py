@@ -26,7 +26,8 @@ _NAMED_TYPES = {"date": ("int32", "io.debezium.time.Date"), "time": ("int64", "i
                 "year": ("int32", "io.debezium.time.Year"), "json": ("string", "io.debezium.data.Json")}
 _INTEGER_TYPES = {"tinyint": ("int16", "int16"), "smallint": ("int16", "int32"), "mediumint": ("int32", "int32"),
                   "int": ("int32", "int64"), "bigint": ("int64", "int64")}  # signed, unsigned
-_NO_UNSIGNED_SUFFIX = {"year", "bit", "varchar", "char", "decimal"}
+# Types whose names TiCDC never suffixes with unsigned (tidb_type, a DDL column's typeName).
+NO_UNSIGNED_SUFFIX = {"year", "bit", "varchar", "char", "decimal"}
 _TRUE_FALSE = pa.array(["false", "true"], pa.string())
 # Dates before year 100 are read as two-digit years by TiCDC (the Debezium MySQL connector's rule).
 _FIRST_FOUR_DIGIT_DAY = (dt.date(100, 1, 1) - dt.date(1970, 1, 1)).days
@@ -34,8 +35,7 @@ _FIRST_FOUR_DIGIT_DAY = (dt.date(100, 1, 1) - dt.date(1970, 1, 1)).days
 
 def tidb_type(t: MySQLType) -> str:
     """TiDB's lower-case type name, ``unsigned`` for unsigned numbers (``tidb_type`` of the extension)."""
-    name = t.short_name.replace(" zerofill", "").replace(" unsigned", "")
-    return name + " unsigned" if t.unsigned and t.kind not in _NO_UNSIGNED_SUFFIX else name
+    return t.base_name + " unsigned" if t.unsigned and t.kind not in NO_UNSIGNED_SUFFIX else t.base_name
 
 
 def field_schema(column: Column, extension: bool) -> str:
