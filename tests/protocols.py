@@ -3,6 +3,9 @@
 The facts come from the protocol documents: Avro sends no DDL or watermark
 events, no old values, and a delete as its key; its topic must name the schema
 and the table, and it needs a schema registry (here the test double).
+Debezium runs with the TiDB extension, without which it sends no watermarks
+and its values do not say which are unsigned, decimal or binary; its DDL goes
+to every partition as a tableChanges type.
 """
 
 from __future__ import annotations
@@ -25,7 +28,10 @@ CARRIES = {
     "canal-json": Carries(True, True, True, ([0], "ALTER")),
     "open-protocol": Carries(True, True, True, ([0, 1], 5)),
     "avro": Carries(False, False, False, None),
+    "debezium": Carries(True, True, True, ([0, 1], "ALTER")),
 }
+# Options a protocol is tested with besides its name, topic and registry.
+EXTRA_OPTIONS = {"debezium": {"enable-tidb-extension": "true"}}
 
 
 @dataclass(frozen=True)
@@ -40,9 +46,10 @@ class ProtocolUnderTest:
         return CARRIES[self.name]
 
     def options(self, topic: str) -> dict:
-        """``protocol``, ``topic`` (avro: an expression that gives ``kafka_topic(topic)``) and the registry."""
+        """``protocol``, ``topic`` (avro: an expression that gives ``kafka_topic(topic)``), the registry and
+        the protocol's EXTRA_OPTIONS."""
         if self.name != "avro":
-            return {"protocol": self.name, "topic": topic}
+            return {"protocol": self.name, "topic": topic, **EXTRA_OPTIONS.get(self.name, {})}
         return {"protocol": "avro", "topic": topic + "_{schema}_{table}", "schema-registry": self.registry_url}
 
     def kafka_topic(self, topic: str) -> str:

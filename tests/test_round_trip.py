@@ -80,7 +80,7 @@ NULLS = {name: None for name in VALUES}
 @pytest.fixture
 def protocol_options(under_test) -> dict:
     """What a protocol needs besides OPTIONS; with Avro also the TiDB extension, without which its updates
-    read as inserts and its events have no commit ts."""
+    read as inserts and its events have no commit ts (Debezium's options have it already)."""
     options = {k: v for k, v in under_test.options("t").items() if k != "protocol"}
     return {**options, "enable-tidb-extension": "true"} if under_test.name == "avro" else options
 

@@ -25,7 +25,7 @@ log = logging.getLogger(__name__)
 
 PROTOCOLS = ("open-protocol", "canal-json", "avro", "debezium", "simple")
 # The protocols with a codec in ticdc_sink.codec (a test keeps the two in step).
-IMPLEMENTED_PROTOCOLS = ("open-protocol", "canal-json", "avro")
+IMPLEMENTED_PROTOCOLS = ("open-protocol", "canal-json", "avro", "debezium")
 DISPATCHERS = ("default", "table", "index-value", "ts", "columns")
 DELIVERY_MODES = ("exactly-once", "at-least-once")
 ORDER_CHECKS = ("warn", "error", "off")

@@ -9,12 +9,14 @@ from ..mysql_types import TableSchema
 from .base import Decoder, DDLEvent, Encoder, RowEvent, WatermarkEvent, wall_clock_ms
 from .avro import AvroDecoder, AvroEncoder
 from .canal_json import CanalJSONDecoder, CanalJSONEncoder
+from .debezium import DebeziumDecoder, DebeziumEncoder
 from .open_protocol import OpenProtocolDecoder, OpenProtocolEncoder
 
 _CODECS: dict[str, tuple[type[Encoder], type[Decoder]]] = {
     "open-protocol": (OpenProtocolEncoder, OpenProtocolDecoder),
     "canal-json": (CanalJSONEncoder, CanalJSONDecoder),
     "avro": (AvroEncoder, AvroDecoder),
+    "debezium": (DebeziumEncoder, DebeziumDecoder),
 }
 
 

@@ -22,7 +22,6 @@ import datetime as dt
 import io
 import json
 import logging
-import re
 import struct
 from dataclasses import dataclass
 from decimal import Decimal
@@ -44,6 +43,7 @@ from ..schema_registry import SchemaRegistry, check_client_settings, subject
 from .avro_binary import concat, decimal_bytes, fixed_width, length_prefixed, nullable, unsigned_bytes, varints
 from .avro_schema import EXTENSION_FIELDS, column_field, record, schema_text
 from .base import Decoder, Encoder, RowEvent
+from .member_names import allowed_members, enum_index, set_bitmask
 
 log = logging.getLogger(__name__)
 
@@ -299,7 +299,6 @@ class _Reader:
 
 
 _EXTENSION_NAMES = tuple(f["name"] for f in EXTENSION_FIELDS)
-_MEMBER_SEPARATOR = re.compile(r"(?<!\\),")
 
 
 def _converter(avro_type: Any) -> Callable[[Any], Any]:
@@ -315,17 +314,13 @@ def _converter(avro_type: Any) -> Callable[[Any], Any]:
     if tidb_type == "BIT":
         return lambda v: int.from_bytes(v, "big")
     if tidb_type in ("ENUM", "SET"):
-        members = _allowed(parameters.get("allowed", ""))
+        members = allowed_members(parameters.get("allowed", ""))
         if tidb_type == "ENUM":
-            return lambda v: members.index(v) + 1 if v in members else 0
-        return lambda v: sum(1 << members.index(m) for m in v.split(",") if m in members)
+            return lambda v: enum_index(members, v)
+        return lambda v: set_bitmask(members, v)
     if tidb_type == "DATE":
         return dt.date.fromisoformat
     if tidb_type in ("DATETIME", "TIMESTAMP"):
         return dt.datetime.fromisoformat
     return lambda v: v
 
-
-def _allowed(text: str) -> list[str]:
-    """ENUM/SET members from ``allowed``: joined by commas, a comma inside a member written ``\\,``."""
-    return [member.replace("\\,", ",") for member in _MEMBER_SEPARATOR.split(text)] if text else []

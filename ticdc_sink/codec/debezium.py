@@ -14,8 +14,14 @@ by ``debezium_types``; names go through TiCDC's sanitising.
 
 from __future__ import annotations
 
+import base64
+import datetime as dt
+import json
 import logging
 import re
+from decimal import Decimal
+from typing import Any, Callable
+from zoneinfo import ZoneInfo
 
 import numpy as np
 import pyarrow as pa
@@ -27,15 +33,16 @@ from ..ddl import DEBEZIUM_CHANGE_TYPES, DDLChange, debezium_change_type, exchan
 from ..dispatch import Routing
 from ..errors import ContractError
 from ..messages import BROADCAST, Messages
-from ..mysql_types import TSO_LOGICAL_BITS, TableSchema
-from ..render import join
+from ..mysql_types import TSO_LOGICAL_BITS, TableSchema, parse_mysql_type, split_column_types
+from ..render import duration_text, join
 from .avro_schema import sanitize_name
-from .base import Encoder
+from .base import DDLEvent, Decoder, Encoder, RowEvent, WatermarkEvent
 from .debezium_ddl import KEY_SCHEMA as DDL_KEY_SCHEMA
 from .debezium_ddl import VALUE_FIELDS as DDL_VALUE_FIELDS
 from .debezium_ddl import table_json
 from .debezium_types import field_schema, value_fragments
 from .json_text import concat, object_parts, quote_json, quoted_names_of
+from .member_names import allowed_members, enum_index, set_bitmask
 
 log = logging.getLogger(__name__)
 
@@ -241,3 +248,100 @@ class DebeziumEncoder(Encoder):
                                 "Debezium's schema-change event describes the table's columns: send it as a "
                                 "DDL row of a DataFrame with the table's columns, not with emit_ddl")
         return f'{{"type":"{change}","id":{table_id},"table":{table_json(self.table, ddl.query)}}}'
+
+
+# ---------------------------------------------------------------------------
+# Decoding
+
+_ROW_KINDS = {"c": "INSERT", "r": "INSERT", "u": "UPDATE", "d": "DELETE"}
+_BINARY_TIDB_TYPES = {"binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob"}
+_EPOCH = dt.datetime(1970, 1, 1)
+
+
+class DebeziumDecoder(Decoder):
+    """Reads Debezium messages back into events, typing values by their field schemas.
+
+    Values come back as the other decoders give them: dates, naive datetimes
+    (TIMESTAMP in the sink's ``time-zone``), TIME as text, ENUM index, SET
+    bitmask and BIT as numbers.  ``tidb_type`` (``enable-tidb-extension``)
+    tells BIGINT UNSIGNED, DECIMAL and binary strings apart; without it they
+    read as Debezium typed them (int64, double, base64 text).  TIME's fraction
+    digits come from ``column-types`` when the config names the column.  With
+    ``debezium-disable-schema`` the values are the JSON as it is.
+    """
+
+    def __init__(self, config: SinkConfig | None = None):
+        super().__init__(config)
+        self._zone = ZoneInfo(config.time_zone if config else "UTC")
+        self._time_fsp = {name: parse_mysql_type(text).fsp
+                          for name, text in split_column_types(config.column_types or "")} if config else {}
+
+    def decode(self, key: bytes | None, value: bytes) -> list[RowEvent | DDLEvent | WatermarkEvent]:
+        message = json.loads(value, parse_float=Decimal)
+        payload, source = message["payload"], message["payload"]["source"]
+        if "tableChanges" in payload:
+            changes = payload["tableChanges"]
+            return [DDLEvent(payload["databaseName"], source["table"], payload["ddl"],
+                             changes[0]["type"] if changes else "", source.get("commit_ts"))]
+        if payload["op"] == "m":
+            return [WatermarkEvent(source["commit_ts"])]
+        fields = self._converters(message.get("schema"))
+        tidb_types = {name: tidb_type for name, (tidb_type, _) in fields.items() if tidb_type}
+
+        def typed(row: dict | None) -> dict | None:
+            if row is None:
+                return None
+            return {name: None if v is None else fields[name][1](v) if name in fields else v for name, v in row.items()}
+
+        kind = _ROW_KINDS[payload["op"]]
+        new, old = typed(payload.get("after")), typed(payload.get("before"))
+        return [RowEvent(type=kind, database=source["db"], table=source["table"], commit_ts=source.get("commit_ts"),
+                         columns=old if kind == "DELETE" else new, old=old if kind == "UPDATE" else None,
+                         primary_keys=list(json.loads(key)["payload"]) if key else [], mysql_types=tidb_types)]
+
+    def _converters(self, schema: dict | None) -> dict[str, tuple[str | None, Callable[[Any], Any]]]:
+        """Per column of the envelope schema: its ``tidb_type`` and how its JSON value becomes the TiDB value."""
+        if schema is None:
+            return {}
+        rows = next(f for f in schema["fields"] if f["field"] in ("after", "before"))
+        return {f["field"]: (f.get("tidb_type"), self._converter(f)) for f in rows["fields"]}
+
+    def _converter(self, field: dict) -> Callable[[Any], Any]:
+        name, schema_type, tidb_type = field.get("name"), field["type"], field.get("tidb_type", "")
+        parameters = field.get("parameters", {})
+        if name == "io.debezium.time.Date":
+            return lambda days: (_EPOCH + dt.timedelta(days=days)).date()
+        if name == "io.debezium.time.Timestamp":
+            return lambda ms: _EPOCH + dt.timedelta(milliseconds=ms)
+        if name == "io.debezium.time.MicroTimestamp":
+            return lambda us: _EPOCH + dt.timedelta(microseconds=us)
+        if name == "io.debezium.time.ZonedTimestamp":
+            return lambda text: dt.datetime.fromisoformat(text).astimezone(self._zone).replace(tzinfo=None)
+        if name == "io.debezium.time.MicroTime":
+            fsp = self._time_fsp.get(field["field"])
+            return lambda us: _time_text(us, fsp)
+        if name == "io.debezium.data.Enum":
+            members = allowed_members(parameters.get("allowed", ""))
+            return lambda member: enum_index(members, member)
+        if name == "io.debezium.data.EnumSet":
+            members = allowed_members(parameters.get("allowed", ""), escaped=False)
+            return lambda names: set_bitmask(members, names)
+        if name == "io.debezium.data.Bits":
+            return lambda text: int.from_bytes(base64.b64decode(text), "little")
+        if schema_type == "boolean":  # BIT(1)
+            return int
+        if tidb_type == "bigint unsigned":
+            return lambda number: number % 2**64  # TiCDC wrote the uint64's bits as an int64
+        if schema_type in ("float", "double"):
+            return Decimal if tidb_type == "decimal" else float
+        if tidb_type in _BINARY_TIDB_TYPES:
+            return base64.b64decode
+        return lambda v: v
+
+
+def _time_text(micros: int, fsp: int | None) -> str:
+    """TiDB's TIME text; without a known precision, the fraction's significant digits."""
+    if fsp is None:
+        fraction = f"{abs(micros) % 1_000_000:06d}".rstrip("0")
+        fsp = len(fraction)
+    return duration_text(pa.array([micros], pa.int64()), fsp)[0].as_py()
