@@ -6,6 +6,7 @@ import datetime as dt
 import json
 import os
 import queue
+import re
 import signal
 import socket
 import subprocess
@@ -178,6 +179,43 @@ def test_tail_decodes_avro_through_the_registry(broker, topic, schema_registry):
     assert "2 message(s) decoded" in result.stdout
 
 
+@pytest.mark.broker
+def test_tail_decodes_debezium_rows_ddl_and_watermarks(broker, topic):
+    from pyspark.sql import types as T
+
+    from changefeed import build, schema
+    from ticdc_sink.codec import encoder_for
+    from ticdc_sink.ddl import DDLChange, classify
+    from ticdc_sink.dispatch import Routing
+
+    table = schema(("_op", T.StringType()), ("_commit_ts", T.LongType()), ("id", T.IntegerType(), False),
+                   ("status", T.StringType()))
+    rows = [{"_op": "INSERT", "_commit_ts": 5 << 18, "id": 1, "status": "paid"},
+            {"_op": "DELETE", "_commit_ts": 6 << 18, "id": 1, "status": "paid"}]
+    config, layout, changes, _ = build(table, rows, protocol="debezium", enable_tidb_extension=True,
+                                       database="shop", table="orders", primary_key="id",
+                                       column_types="status ENUM('new','paid')")
+    encoder = encoder_for(config, layout.table)
+    statement = "ALTER TABLE orders ADD COLUMN note TEXT"
+    events = [encoder.encode_rows(changes, Routing([topic], np.zeros(2, np.int32), np.zeros(2, np.int32), {topic: 1})),
+              encoder.encode_ddl(DDLChange("shop", "orders", statement, 7 << 18, classify(statement)), topic),
+              encoder.encode_watermark(8 << 18, [topic])]
+    create_topic(broker.bootstrap_servers, topic)
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers})
+    for messages in events:
+        for key, value in zip(messages.keys.to_pylist(), messages.values.to_pylist()):
+            producer.produce(topic, value, key, partition=0)
+    assert producer.flush(30) == 0
+    result = run_cli("tail", "--bootstrap-servers", broker.bootstrap_servers, "--topic", topic,
+                     "--protocol", "debezium", "--idle-seconds", "1", "--column-types", "status ENUM('new','paid')")
+    assert result.returncode == 0, result.stderr
+    assert "INSERT shop.orders {id=1, status=2 (paid)}" in result.stdout
+    assert "DELETE shop.orders {id=1, status=2 (paid)}" in result.stdout
+    assert re.search(r"DDL ALTER +shop.orders: ALTER TABLE orders ADD COLUMN note TEXT", result.stdout)
+    assert f"WATERMARK  ts={8 << 18}" in result.stdout
+    assert "4 message(s) decoded" in result.stdout
+
+
 # ---------------------------------------------------------------------------
 # broker
 
@@ -286,6 +324,18 @@ def test_demo_of_avro_runs_against_the_registry_test_double():
     events = [line for line in out.splitlines() if line.startswith("  p")]
     assert len(events) == 10 and not [e for e in events if "WATERMARK" in e or " DDL " in e]
     assert "message(s) decoded" in out
+
+
+@pytest.mark.spark
+@pytest.mark.broker
+def test_demo_of_debezium_shows_envelopes_ddl_and_watermarks():
+    out = demo_output("--protocol", "debezium", "--topic", "debezium-demo")
+    assert "a Debezium message is JSON" in out
+    assert '\n  key:   {"payload":{"id":' in out and '"name":"default.shop.orders.Key"' in out
+    assert '"connector":"TiCDC","name":"default"' in out and '"name":"default.shop.orders.Envelope"' in out
+    assert "status: 1 (new) -> 2 (paid)" in out
+    assert re.search(r"DDL ALTER +shop.orders: ALTER TABLE orders ADD COLUMN note", out)
+    assert "WATERMARK  ts=" in out and "message(s) decoded" in out
 
 
 @pytest.mark.spark

@@ -321,6 +321,10 @@ def explain_topic(messages: list, protocol: str, schema_registry: str | None = N
             "is not in the topic; a DELETE is its key and a null value (a Kafka tombstone), and an UPDATE "
             "carries the new row only")
     else:
+        if protocol == "debezium":
+            say("a Debezium message is JSON: its key holds the row's key columns (here the primary key), its value "
+                "the change (source block with the commit ts, op c/u/d, before and after rows), each with the "
+                "Kafka Connect schema that types it; the DDL is a SchemaChangeValue event on every partition")
         print(f"  key:   {_wire_text(first.key())}")
         print(f"  value: {_wire_text(first.value())}", flush=True)
     say("offsets skip numbers: the sink writes in Kafka transactions, and each committed transaction "
