@@ -226,3 +226,36 @@ def test_ddl_without_schemas():
     key, value = encode_ddl(ddl_encoder(ID_TABLE, "id INT", debezium_disable_schema=True), "t", "DROP TABLE t", 1)
     assert key == '{"payload":{"databaseName":"test"}}'
     assert list(json.loads(value)) == ["payload"]
+
+
+# -- decoding
+
+def decoded(name: str):
+    from ticdc_sink.codec.debezium import DebeziumDecoder
+
+    return DebeziumDecoder().decode(golden(f"{name}.key.json").encode(), golden(f"{name}.value.json").encode())
+
+
+@pytest.mark.parametrize("name", ["dml-update", "dml-update-disable-schema", "dml-update-tidb-extension"])
+def test_the_documents_update_decodes_with_or_without_schemas(name):
+    [event] = decoded(name)
+    assert (event.type, event.database, event.table, event.commit_ts) == ("UPDATE", "test", "table1", 1)
+    assert (event.columns, event.old, event.primary_keys) == ({"tiny": 1}, {"tiny": 2}, ["tiny"])
+    assert event.mysql_types == ({"tiny": "tinyint"} if name.endswith("extension") else {})
+
+
+def test_insert_delete_and_update_without_old_values_decode():
+    [insert], [delete], [update] = decoded("dml-insert"), decoded("dml-delete"), decoded("dml-update-no-old-value")
+    assert (insert.type, insert.columns, insert.old, insert.commit_ts) == ("INSERT", {"tiny": 1}, None,
+                                                                          429918007904436226)
+    assert (delete.type, delete.columns, delete.old) == ("DELETE", {"tiny": 2}, None)
+    assert (update.type, update.columns, update.old) == ("UPDATE", {"tiny": 1}, None)
+
+
+def test_ddl_and_watermark_decode():
+    from ticdc_sink.codec.base import DDLEvent, WatermarkEvent
+
+    assert decoded("ddl-rename-table") == [DDLEvent("test", "table2", "RENAME TABLE test.table1 to test.table2",
+                                                    "ALTER", 1)]
+    assert decoded("ddl-drop-table")[0].type == "DROP"
+    assert decoded("watermark") == [WatermarkEvent(3)]
