@@ -10,7 +10,8 @@ from pathlib import Path
 import fastavro
 import pytest
 
-from ticdc_sink.codec.avro_schema import EXTENSION_FIELDS, column_field, record, sanitize_name, schema_text
+from ticdc_sink.codec.avro_schema import EXTENSION_FIELDS, column_field, record, schema_text
+from ticdc_sink.codec.tidb_names import sanitize_name
 from ticdc_sink.config import parse_options
 from ticdc_sink.mysql_types import Column, parse_mysql_type
 

@@ -168,8 +168,9 @@ def test_each_columns_metadata_in_a_ddl_that_does_not_define_it(entry):
 
 def test_a_statement_that_defines_a_temporal_column_without_precision_gives_no_length():
     debezium = types_table_encoder()
-    _, value = encode_ddl(debezium, "types", "ALTER TABLE test.types MODIFY COLUMN c_datetime DATETIME, "
-                                             "CHANGE c_year c_year YEAR, ADD COLUMN (c_time TIME, c_time2 TIME(2))", 1)
+    _, value = encode_ddl(debezium, "types", "ALTER TABLE test.types MODIFY COLUMN IF EXISTS c_datetime DATETIME "
+                                             "COMMENT 'it\\'s (x', CHANGE c_year c_year YEAR, "
+                                             "ADD COLUMN (c_time TIME, c_time2 TIME(2))", 1)
     columns = {c["name"]: c for c in json.loads(value)["payload"]["tableChanges"][0]["table"]["columns"]}
     assert [columns[n]["length"] for n in ("c_datetime", "c_year", "c_time", "c_time2", "c_timestamp")] == [
         None, None, None, 2, 0]  # c_timestamp is not defined by the statement: its stored fsp
@@ -182,6 +183,8 @@ def test_a_statement_that_defines_a_temporal_column_without_precision_gives_no_l
     ("ALTER TABLE `old` RENAME TO test.t", "t", "ALTER", '"test"."old","test"."t"'),
     ("RENAME TABLE a TO b, x.c TO t", "t", "ALTER", '"x"."c","test"."t"'),
     ("ALTER TABLE pt EXCHANGE PARTITION p0 WITH TABLE t", "t", "ALTER", '"test"."pt"'),
+    ("ALTER TABLE db.old RENAME TO t", "t", "ALTER", '"db"."old","test"."t"'),
+    ("ALTER TABLE db.`t` ADD COLUMN c DATETIME", "t", "ALTER", '"test"."t"'),
 ])
 def test_table_changes_type_and_id_follow_the_action(statement, table, change_type, table_id):
     _, value = encode_ddl(ddl_encoder(ID_TABLE, "id INT"), table, statement, 1)
@@ -259,3 +262,40 @@ def test_ddl_and_watermark_decode():
                                                     "ALTER", 1)]
     assert decoded("ddl-drop-table")[0].type == "DROP"
     assert decoded("watermark") == [WatermarkEvent(3)]
+
+
+def test_names_and_types_ticdc_writes_differently_from_the_obvious():
+    """Schema names keep only letters, digits, _ and . of a table name; FLOAT(M,0) is a double; an ENUM
+    member's doubled quote is written once in allowed (TiCDC's SanitizeTopicName, EscapeEnumAndSetOptions)."""
+    table = schema(("_op", T.StringType()), ("_commit_ts", T.LongType()), ("id", T.IntegerType(), False),
+                   ("f", T.FloatType()), ("e", T.StringType()))
+    config, layout, changes, _ = build(table, [{"_op": "INSERT", "_commit_ts": 1, "id": 1, "f": 1.5, "e": "x'y"}],
+                                       database="my-db", table="my-table.v2", primary_key="id",
+                                       column_types="f FLOAT(7,0), e ENUM('x''y')")
+    debezium = DebeziumEncoder(dataclasses.replace(config, protocol="debezium", cluster_id="c-1"), layout.table,
+                               clock=lambda: CLOCK_MS)
+    messages = debezium.encode_rows(changes, Routing(["t"], np.zeros(1, np.int32), np.zeros(1, np.int32), {"t": 1}))
+    value = json.loads(messages.values.to_pylist()[0])
+    assert value["schema"]["name"] == "c_1.my_db.my_table.v2.Envelope"
+    fields = {f["field"]: f for f in value["schema"]["fields"][1]["fields"]}
+    assert fields["f"]["type"] == "double" and fields["e"]["parameters"] == {"allowed": "x'y"}
+
+
+def test_primary_key_names_follow_the_key_not_the_table():
+    table = schema(("_op", T.StringType()), ("a", T.IntegerType(), False), ("b", T.IntegerType(), False))
+    config, layout, _, _ = build(table, [], database="test", table="t", primary_key="b,a")
+    debezium = DebeziumEncoder(dataclasses.replace(config, protocol="debezium"), layout.table, clock=lambda: CLOCK_MS)
+    _, value = encode_ddl(debezium, "t", "CREATE TABLE t (a INT, b INT, PRIMARY KEY (b, a))", 1)
+    assert json.loads(value)["payload"]["tableChanges"][0]["table"]["primaryKeyColumnNames"] == ["b", "a"]
+
+
+def test_exchange_partition_is_the_plain_tables_event_naming_the_partitioned_one():
+    debezium = ddl_encoder(ID_TABLE, "id INT")
+    statement = "ALTER TABLE db.pt EXCHANGE PARTITION p0 WITH TABLE t"
+    for named in ("t", "pt"):  # whichever table the DDL row names
+        key, value = encode_ddl(debezium, named, statement, 1)
+        payload = json.loads(value)["payload"]
+        assert (payload["source"]["table"], payload["tableChanges"][0]["id"]) == ("t", '"db"."pt"')
+    with pytest.raises(ContractError, match="EXCHANGE PARTITION event names both tables"):
+        debezium.check_ddl(DDLChange("test", "t", "ALTER TABLE pt EXCHANGE PARTITION p0", 1,
+                                     "exchange table partition"))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .mysql_types import split_top_level
+from .mysql_types import outside_quotes, split_top_level
 
 # TiDB ActionType codes (parser/model) for the actions recognised here.
 ACTION_CODES = {
@@ -120,8 +120,10 @@ _ALTER_CLAUSES = [
     (r"((default" + _W + r")?(character" + _W + r"set|charset|collate)|convert" + _W + r"to)\b",
      "modify table charset and collate"),
 ]
-_ALTER_TABLE = re.compile(r"alter" + _W + r"(ignore" + _W + r")?table" + _W
-                          + r"(`(?:[^`]|``)+`|[^\s`]+)(\s*\.\s*(`(?:[^`]|``)+`|[^\s`]+))?\s*", re.I | re.S)
+# A name, maybe quoted, and a name maybe qualified by its database.
+_NAME = r"(`(?:[^`]|``)+`|[^\s`.,;()]+)"
+_QUALIFIED = _NAME + r"(?:\s*\.\s*" + _NAME + r")?"
+_ALTER_TABLE = re.compile(r"alter" + _W + r"(ignore" + _W + r")?table" + _W + _QUALIFIED + r"\s*", re.I | re.S)
 _RENAME_TABLE = re.compile(r"rename" + _W + r"tables?\b(.*)", re.I | re.S)
 
 
@@ -242,31 +244,23 @@ def debezium_change_type(action: str) -> str | None:
 
 # -- names and column definitions inside a statement (for the protocols that describe the table)
 
-_NAME = r"(`(?:[^`]|``)+`|[^\s`.,;()]+)"
-_QUALIFIED = _NAME + r"(?:\s*\.\s*" + _NAME + r")?"
 _RENAME_PAIR = re.compile(r"\s*" + _QUALIFIED + _W + r"to" + _W + _QUALIFIED + r"\s*$", re.I | re.S)
 _ALTER_RENAME = re.compile(r"rename" + _W + r"((to|as)" + _W + r")?" + _QUALIFIED + r"\s*$", re.I | re.S)
 _EXCHANGE_WITH = re.compile(r"with" + _W + r"table" + _W + _QUALIFIED, re.I | re.S)
 _COLUMN_DEFINITION = re.compile(_NAME + r"\s+(\w+)\s*(?:\(\s*(\d+)\s*\))?", re.S)
 _NOT_A_COLUMN = re.compile(r"(constraint|primary|unique|key|index|fulltext|spatial|foreign|check)\b", re.I)
-_CREATE_TABLE_COLUMNS = re.compile(r"create" + _W + r"(temporary" + _W + r")?table" + _W + r"(if" + _W + r"not"
-                                   + _W + r"exists" + _W + r")?" + _QUALIFIED + r"\s*\(", re.I | re.S)
-_DEFINING_CLAUSE = re.compile(r"(add|modify|change)(" + _W + r"column)?\s+(.*)$", re.I | re.S)
+_CREATE_TABLE_COLUMNS = re.compile(r"create" + _W + r"((global|local)" + _W + r")?(temporary" + _W + r")?table"
+                                   + _W + r"(if" + _W + r"not" + _W + r"exists" + _W + r")?" + _QUALIFIED + r"\s*\(",
+                                   re.I | re.S)
+_DEFINING_CLAUSE = re.compile(r"(add|modify|change)(" + _W + r"column)?(" + _W + r"if" + _W + r"(not" + _W
+                              + r")?exists)?\s+(?P<body>.*)$", re.I | re.S)
 
 
 def _inside_parentheses(sql: str, start: int) -> str:
     """The text from ``start`` up to the parenthesis that closes the one just before it."""
-    depth, quote = 1, None
-    for i in range(start, len(sql)):
-        ch = sql[i]
-        if quote:
-            quote = None if ch == quote else quote
-        elif ch in "'`\"":
-            quote = ch
-        elif ch in "()":
-            depth += 1 if ch == "(" else -1
-            if depth == 0:
-                return sql[start:i]
+    for i, _, depth in outside_quotes(sql[start:]):
+        if depth == -1:
+            return sql[start:start + i]
     return sql[start:]
 
 
@@ -298,20 +292,17 @@ def renamed_from(ddl: DDLChange) -> tuple[str, str] | None:
     if alter:
         for clause in _top_level_clauses(sql[alter.end():]):
             if _ALTER_RENAME.match(clause):
-                return _table_name(alter[2], alter[4], ddl.database)
+                return _table_name(alter[2], alter[3], ddl.database)
     return None
 
 
-def exchanged_with(ddl: DDLChange) -> tuple[str, str] | None:
-    """The other table of ALTER TABLE .. EXCHANGE PARTITION: the partitioned one when the row names the
-    plain one (TiCDC's event is the plain table's), else the plain one."""
+def exchanged_tables(ddl: DDLChange) -> tuple[tuple[str, str], tuple[str, str]] | None:
+    """(the partitioned table, the plain one) of ALTER TABLE .. EXCHANGE PARTITION .. WITH TABLE."""
     sql = _strip_comments(ddl.query)
     alter, plain = _ALTER_TABLE.match(sql), _EXCHANGE_WITH.search(sql)
     if not (alter and plain):
         return None
-    partitioned = _table_name(alter[2], alter[4], ddl.database)
-    plain_name = _table_name(plain[1], plain[2], ddl.database)
-    return partitioned if _same(plain_name, (ddl.database, ddl.table)) else plain_name
+    return _table_name(alter[2], alter[3], ddl.database), _table_name(plain[1], plain[2], ddl.database)
 
 
 def defined_columns(statement: str) -> dict[str, tuple[str, int | None]]:
@@ -325,7 +316,7 @@ def defined_columns(statement: str) -> dict[str, tuple[str, int | None]]:
             defining = _DEFINING_CLAUSE.match(clause)
             if not defining:
                 continue
-            body = defining[3].strip()
+            body = defining["body"].strip()
             if defining[1].lower() == "change":
                 body = re.sub(r"^" + _NAME + r"\s+", "", body, flags=re.S)  # the old name
             if body.startswith("(") and body.endswith(")"):

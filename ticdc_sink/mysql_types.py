@@ -401,20 +401,31 @@ def _unescape_literal(body: str) -> str:
                   body, flags=re.S)
 
 
-def split_top_level(text: str) -> list[str]:
-    """Split SQL text at the commas outside parentheses and quotes."""
-    items, depth, quote, start = [], 0, None, 0
+def outside_quotes(text: str):
+    """(position, character, parenthesis depth after it) of each character of SQL text outside quotes
+    (a backslash escapes the next character in a '' or "" string)."""
+    depth, quote, escaped = 0, None, False
     for i, ch in enumerate(text):
         if quote:
-            if ch == quote:
+            if escaped:
+                escaped = False
+            elif ch == "\\" and quote != "`":
+                escaped = True
+            elif ch == quote:
                 quote = None
-        elif ch in "'`\"":
+            continue
+        if ch in "'`\"":
             quote = ch
-        elif ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        elif ch == "," and depth == 0:
+            continue
+        depth += 1 if ch == "(" else -1 if ch == ")" else 0
+        yield i, ch, depth
+
+
+def split_top_level(text: str) -> list[str]:
+    """Split SQL text at the commas outside parentheses and quotes."""
+    items, start = [], 0
+    for i, ch, depth in outside_quotes(text):
+        if ch == "," and depth == 0:
             items.append(text[start:i])
             start = i + 1
     items.append(text[start:])

@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .mysql_types import INTEGER_KINDS, MySQLType
+from .mysql_types import INTEGER_KINDS, TSO_LOGICAL_BITS, MySQLType
 
 # ---------------------------------------------------------------------------
 # Numbers
@@ -149,6 +149,19 @@ def join(*parts) -> pa.Array:
     """Element-wise concatenation of string arrays and constant strings."""
     return pc.binary_join_element_wise(*(string_scalar(p) if isinstance(p, str) else p for p in parts),
                                        string_scalar(""))
+
+
+def at_rows(base: pa.Array | str, rows: np.ndarray, values: pa.Array, n: int) -> pa.Array:
+    """``values`` (one per True of the mask ``rows``) in place of ``base`` (an array, or a constant for all
+    ``n`` rows): how codecs put what only some rows have (an update's old values) into per-row fragments."""
+    if isinstance(base, str):
+        base = pa.repeat(string_scalar(base), n)
+    return pc.replace_with_mask(base, pa.array(rows), values)
+
+
+def physical_ms_text(commit_ts: np.ndarray) -> pa.Array:
+    """The physical milliseconds of each TSO (``commit ts >> 18``) as text."""
+    return pa.array(commit_ts >> np.uint64(TSO_LOGICAL_BITS)).cast(pa.string())
 
 
 def as_string(values: pa.Array) -> pa.Array:

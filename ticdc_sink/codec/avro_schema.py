@@ -10,14 +10,12 @@ alphabetical order) and its escapes (``<``, ``>``, ``&``).
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from ..config import SinkConfig
 from ..mysql_types import Column
+from .tidb_names import escape_member, sanitize_name
 
-_FIRST_INVALID = re.compile(r"^[^A-Za-z_]")
-_INVALID = re.compile(r"[^A-Za-z0-9_]")
 _GO_HTML_ESCAPES = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028",
                                   "\u2029": "\\u2029"})
 
@@ -32,19 +30,6 @@ EXTENSION_FIELDS = [
     {"default": 0, "name": "_tidb_commit_ts", "type": "long"},
     {"default": 0, "name": "_tidb_commit_physical_time", "type": "long"},
 ]
-
-
-def _escape_member(member: str) -> str:
-    """An ENUM/SET member in ``allowed``, as TiCDC's ``EscapeEnumAndSetOptions`` writes it."""
-    return member.replace(",", "\\,").replace("\\'", "'").replace("''", "'")
-
-
-def sanitize_name(name: str) -> str:
-    """An Avro name from a TiDB one: a first character outside ``[A-Za-z_]`` gets ``_`` before it
-    (digits are kept, anything else becomes that ``_``), others outside ``[A-Za-z0-9_]`` become ``_``."""
-    if _FIRST_INVALID.match(name):
-        name = "_" + name if "0" <= name[0] <= "9" else "_" + name[1:]
-    return _INVALID.sub("_", name)
 
 
 def namespace(config: SinkConfig, database: str) -> str:
@@ -68,7 +53,7 @@ def column_type(column: Column, config: SinkConfig) -> dict[str, Any]:
     if t.kind == "bit":
         parameters["length"] = str(t.length)
     if t.kind in ("enum", "set"):
-        parameters["allowed"] = ",".join(_escape_member(e) for e in t.elements)
+        parameters["allowed"] = ",".join(escape_member(e) for e in t.elements)
     parameters["tidb_type"] = tidb
     result: dict[str, Any] = {"type": avro, "connect.parameters": dict(sorted(parameters.items()))}
     if t.kind == "decimal":

@@ -27,8 +27,8 @@ from ..ddl import CANAL_DDL_TYPES, DDLChange, canal_ddl_type
 from ..dispatch import Routing
 from ..errors import ContractError
 from ..messages import Messages
-from ..mysql_types import TSO_LOGICAL_BITS, Column, TableSchema, tso_physical_ms
-from ..render import string_scalar, value_text
+from ..mysql_types import Column, TableSchema, tso_physical_ms
+from ..render import at_rows, physical_ms_text, string_scalar, value_text
 from . import java_sql_types as java
 from .base import Decoder, DDLEvent, Encoder, RowEvent, WatermarkEvent
 from .json_text import (changed_members_object, concat, json_fragments, latin1_json_fragments, object_parts,
@@ -96,10 +96,9 @@ class CanalJSONEncoder(Encoder):
             updates = pa.array(np.flatnonzero(is_update))
             old_frags = [self._fragments(batch.before[c.name].take(updates), c) for c in columns]
             old_doc = self._old_document([f.take(updates) for f in new_frags], old_frags)
-            old_json = pc.replace_with_mask(pa.repeat(string_scalar("null"), batch.num_rows), pa.array(is_update),
-                                            old_doc)
+            old_json = at_rows("null", is_update, old_doc, batch.num_rows)
 
-        es = pa.array(batch.commit_ts >> np.uint64(TSO_LOGICAL_BITS)).cast(pa.string())
+        es = physical_ms_text(batch.commit_ts)
         parts: list[Any] = [
             '{"id":0,"database":', quoted_names_of(batch.databases),
             ',"table":', quoted_names_of(batch.tables),

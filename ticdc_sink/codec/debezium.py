@@ -15,10 +15,10 @@ by ``debezium_types``; names go through TiCDC's sanitising.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import datetime as dt
 import json
 import logging
-import re
 from decimal import Decimal
 from typing import Any, Callable
 from zoneinfo import ZoneInfo
@@ -29,13 +29,12 @@ import pyarrow.compute as pc
 
 from ..changes import OP_DELETE, OP_INSERT, OP_UPDATE, ChangeBatch
 from ..config import SinkConfig
-from ..ddl import DEBEZIUM_CHANGE_TYPES, DDLChange, debezium_change_type, exchanged_with, renamed_from
+from ..ddl import DEBEZIUM_CHANGE_TYPES, DDLChange, debezium_change_type, exchanged_tables, renamed_from
 from ..dispatch import Routing
 from ..errors import ContractError
 from ..messages import BROADCAST, Messages
-from ..mysql_types import TSO_LOGICAL_BITS, TableSchema, parse_mysql_type, split_column_types
-from ..render import duration_text, join
-from .avro_schema import sanitize_name
+from ..mysql_types import TableSchema, parse_mysql_type, split_column_types, tso_physical_ms
+from ..render import at_rows, duration_text, join, physical_ms_text
 from .base import DDLEvent, Decoder, Encoder, RowEvent, WatermarkEvent
 from .debezium_ddl import KEY_SCHEMA as DDL_KEY_SCHEMA
 from .debezium_ddl import VALUE_FIELDS as DDL_VALUE_FIELDS
@@ -43,11 +42,11 @@ from .debezium_ddl import table_json
 from .debezium_types import field_schema, value_fragments
 from .json_text import concat, object_parts, quote_json, quoted_names_of
 from .member_names import allowed_members, enum_index, set_bitmask
+from .tidb_names import sanitize_name, sanitize_topic_name
 
 log = logging.getLogger(__name__)
 
 CONNECTOR_VERSION = "2.4.0.Final"
-_INVALID_TOPIC_CHARACTER = re.compile(r"[^A-Za-z0-9._\-]")
 
 
 def _field(field_type: str, optional: bool, name: str, extra: str = "") -> str:
@@ -72,11 +71,12 @@ _TRANSACTION_SCHEMA = ('{"type":"struct","fields":[' + ",".join([
 # The payload's op and row members by operation (an update with old values gets its before row in between).
 _ROWS_BY_OP = {OP_INSERT: '"c","before":null,"after":', OP_UPDATE: '"u","after":',
                OP_DELETE: '"d","after":null,"before":'}
+_HEADS_BY_OP = pa.array([_ROWS_BY_OP.get(code) for code in range(max(_ROWS_BY_OP) + 1)], pa.string())
 
 
 def schema_name(cluster: str, database: str, table: str) -> str:
     """``<cluster>.<db>.<table>``: cluster and database sanitised as Avro names, the table as a topic name."""
-    return f"{sanitize_name(cluster)}.{sanitize_name(database)}.{_INVALID_TOPIC_CHARACTER.sub('_', table)}"
+    return f"{sanitize_name(cluster)}.{sanitize_name(database)}.{sanitize_topic_name(table)}"
 
 
 class DebeziumEncoder(Encoder):
@@ -115,8 +115,7 @@ class DebeziumEncoder(Encoder):
                         np.arange(n))
 
     def _source(self, batch: ChangeBatch) -> pa.Array:
-        physical = pa.array(batch.commit_ts >> np.uint64(TSO_LOGICAL_BITS)).cast(pa.string())
-        return concat(self._source_parts(physical, quoted_names_of(batch.databases, html=False),
+        return concat(self._source_parts(physical_ms_text(batch.commit_ts), quoted_names_of(batch.databases, html=False),
                                          quoted_names_of(batch.tables, html=False),
                                          pa.array(batch.commit_ts).cast(pa.string())), batch.num_rows)
 
@@ -130,15 +129,14 @@ class DebeziumEncoder(Encoder):
     def _op_and_old_rows(self, batch: ChangeBatch) -> pa.Array:
         """``"op",`` and the members before the new row: ``before`` of an insert, delete or update."""
         ops = batch.ops
-        codes = np.array(list(_ROWS_BY_OP))
-        heads = pa.array(list(_ROWS_BY_OP.values()), pa.string()).take(pa.array(np.searchsorted(codes, ops)))
+        heads = _HEADS_BY_OP.take(pa.array(ops))
         is_update = ops == OP_UPDATE
         if batch.before is not None and is_update.any():
             updates = pa.array(np.flatnonzero(is_update))
             old = [value_fragments(batch.before[c.name].take(updates), c, self.config.time_zone)
                    for c in self.table.columns]
             with_old = join('"u","before":', concat(object_parts(self._heads, old), len(updates)), ',"after":')
-            heads = pc.replace_with_mask(heads, pa.array(is_update), with_old)
+            heads = at_rows(heads, is_update, with_old, batch.num_rows)
         return heads
 
     # -- schemas
@@ -181,14 +179,15 @@ class DebeziumEncoder(Encoder):
         if not self.config.enable_tidb_extension:
             return None
         name = f"{sanitize_name(self.config.cluster_id)}.watermark"
-        source = "".join(self._source_parts(str(ts >> TSO_LOGICAL_BITS), '""', '""', str(ts)))
+        source = "".join(self._source_parts(str(tso_physical_ms(ts)), '""', '""', str(ts)))
         key = '{"payload":{}' + self._fixed_schema(self._key_schema(name, "")) + "}"
         value = (f'{{"payload":{{"source":{source},"ts_ms":{self.clock()},"transaction":null,"op":"m"}}'
                  + self._fixed_schema(self._envelope(name, [])) + "}")
         return Messages.to_every_partition(topics, key, value)
 
     def check_ddl(self, ddl: DDLChange) -> None:
-        self._change_type(ddl)
+        if self._change_type(ddl) is not None:
+            self._event_tables(ddl)
 
     def _change_type(self, ddl: DDLChange) -> str | None:
         """CREATE, ALTER or DROP: the ``_ddl_type`` override, else by the statement's action (None: not sent)."""
@@ -210,36 +209,46 @@ class DebeziumEncoder(Encoder):
                             "TiCDC; nothing is sent. Give it a %s of CREATE, ALTER or DROP to send one",
                             ddl.query, ddl.action, self.config.ddl_type_column)
             return None
+        names, ddl = self._event_tables(ddl)
         database, table = quote_json(ddl.database, html=False), quote_json(ddl.table, html=False)
         key = '{"payload":{"databaseName":' + database + "}" + self._fixed_schema(DDL_KEY_SCHEMA) + "}"
-        source = "".join(self._source_parts(str(ddl.commit_ts >> TSO_LOGICAL_BITS), database, table,
+        source = "".join(self._source_parts(str(tso_physical_ms(ddl.commit_ts)), database, table,
                                             str(ddl.commit_ts)))
         schema = ('{"optional":false,"type":"struct","version":1,'
                   '"name":"io.debezium.connector.mysql.SchemaChangeValue","fields":['
                   + ",".join([self._source_schema, *DDL_VALUE_FIELDS]) + "]}")
         value = (f'{{"payload":{{"source":{source},"ts_ms":{self.clock()},"databaseName":{database},'
                  f'"schemaName":null,"ddl":{quote_json(ddl.query, html=False)},'
-                 f'"tableChanges":[{self._table_change(ddl, change)}]}}' + self._fixed_schema(schema) + "}")
+                 f'"tableChanges":[{self._table_change(ddl, change, names)}]}}' + self._fixed_schema(schema) + "}")
         return Messages.one(topic, BROADCAST, key, value)
 
     def _fixed_schema(self, schema: str) -> str:
         return "" if self.config.debezium_disable_schema else ',"schema":' + schema
 
-    def _table_change(self, ddl: DDLChange, change: str) -> str:
-        """The one ``tableChanges`` entry, or none for a database-level DDL and TRUNCATE TABLE."""
-        if not ddl.table or ddl.action == "truncate table":
-            return ""
+    def _event_tables(self, ddl: DDLChange) -> tuple[list[tuple[str, str]], DDLChange]:
+        """The tables ``tableChanges[].id`` names, and the DDL as TiCDC's event sees it: a RENAME names the old
+        table and the new one; an EXCHANGE PARTITION is the plain table's event naming the partitioned one."""
         if ddl.action in ("rename table", "rename tables"):
             old = renamed_from(ddl)
             if old is None:
                 raise ContractError(self.config.ddl_column, ddl.query, f"DDL of {ddl.database}.{ddl.table}",
                                     "Debezium's RENAME event names the old table, and this statement renames "
                                     "no table to the DDL row's table")
-            names = [old, (ddl.database, ddl.table)]
-        elif ddl.action == "exchange table partition":
-            names = [exchanged_with(ddl) or (ddl.database, ddl.table)]
-        else:
-            names = [(ddl.database, ddl.table)]
+            return [old, (ddl.database, ddl.table)], ddl
+        if ddl.action == "exchange table partition":
+            tables = exchanged_tables(ddl)
+            if tables is None:
+                raise ContractError(self.config.ddl_column, ddl.query, f"DDL of {ddl.database}.{ddl.table}",
+                                    "Debezium's EXCHANGE PARTITION event names both tables: write it as "
+                                    "ALTER TABLE <partitioned> EXCHANGE PARTITION <p> WITH TABLE <table>")
+            partitioned, (database, table) = tables
+            return [partitioned], dataclasses.replace(ddl, database=database, table=table)
+        return [(ddl.database, ddl.table)], ddl
+
+    def _table_change(self, ddl: DDLChange, change: str, names: list[tuple[str, str]]) -> str:
+        """The one ``tableChanges`` entry, or none for a database-level DDL and TRUNCATE TABLE."""
+        if not ddl.table or ddl.action == "truncate table":
+            return ""
         table_id = quote_json(",".join(f'"{database}"."{table}"' for database, table in names), html=False)
         if ddl.action == "drop table":
             return f'{{"type":"{change}","id":{table_id},"table":null}}'

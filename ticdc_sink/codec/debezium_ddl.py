@@ -80,7 +80,8 @@ def _nullable(value) -> str:
 def table_json(table: TableSchema, statement: str) -> str:
     """``tableChanges[].table``: the table after ``statement``, which may define some of its columns."""
     defined = defined_columns(statement)
-    primary = ",".join(quote_json(name, html=False) for name in table.primary_key_names)
+    key = next((index.columns for index in table.indexes if index.primary), ())  # in the key's order
+    primary = ",".join(quote_json(name, html=False) for name in key)
     columns = ",".join(column_json(c, position, defined.get(c.name.lower()))
                        for position, c in enumerate(table.columns, start=1))
     return (f'{{"defaultCharsetName":"{TABLE_CHARSET}","primaryKeyColumnNames":[{primary}],'

@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 from ..mysql_types import Column, MySQLType
 from ..render import bit_bytes, enum_names, float_json_numbers, join, set_names, timestamp_text, value_text
 from .json_text import base64_fragments, bare_fragments, json_fragments, quote_json
+from .tidb_names import escape_member
 
 _NAMED_TYPES = {"date": ("int32", "io.debezium.time.Date"), "time": ("int64", "io.debezium.time.MicroTime"),
                 "timestamp": ("string", "io.debezium.time.ZonedTimestamp"),
@@ -58,7 +59,7 @@ def _schema_type(t: MySQLType) -> tuple[str, str | None, tuple[str, str] | None]
     if t.kind in _INTEGER_TYPES:
         return _INTEGER_TYPES[t.kind][t.unsigned], None, None
     if t.kind == "float":
-        return ("double" if t.decimals else "float"), None, None
+        return ("float" if t.decimals is None else "double"), None, None  # FLOAT(M,D), D=0 too, is double
     if t.kind in ("double", "decimal"):
         return "double", None, None
     if t.kind == "bit":
@@ -66,7 +67,7 @@ def _schema_type(t: MySQLType) -> tuple[str, str | None, tuple[str, str] | None]
             return "boolean", None, None
         return "bytes", "io.debezium.data.Bits", ("length", str(t.length))
     if t.kind == "enum":
-        return "string", "io.debezium.data.Enum", ("allowed", ",".join(e.replace(",", "\\,") for e in t.elements))
+        return "string", "io.debezium.data.Enum", ("allowed", ",".join(escape_member(e) for e in t.elements))
     if t.kind == "set":
         return "string", "io.debezium.data.EnumSet", ("allowed", ",".join(t.elements))
     if t.kind == "datetime":

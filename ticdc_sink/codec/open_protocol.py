@@ -40,7 +40,7 @@ from ..mysql_types import (FLAG_BINARY, FLAG_PRIMARY_KEY, TYPE_BIT, TYPE_BLOB, T
                            TYPE_DOUBLE, TYPE_ENUM, TYPE_FLOAT, TYPE_INT24, TYPE_LONG, TYPE_LONG_BLOB, TYPE_LONGLONG,
                            TYPE_MEDIUM_BLOB, TYPE_NEWDECIMAL, TYPE_SET, TYPE_SHORT, TYPE_STRING, TYPE_TIMESTAMP,
                            TYPE_TINY, TYPE_TINY_BLOB, TYPE_VARCHAR, TYPE_YEAR, Column, TableSchema)
-from ..render import float_json_numbers, join, string_scalar, value_text
+from ..render import at_rows, float_json_numbers, join, string_scalar, value_text
 from .base import Decoder, DDLEvent, Encoder, RowEvent, WatermarkEvent
 from .json_text import (base64_fragments, bare_fragments, changed_members_object, concat, go_quoted_fragments,
                         go_unquote_body, json_fragments, object_parts, quote_json, quoted_names_of)
@@ -98,7 +98,7 @@ class OpenProtocolEncoder(Encoder):
             old = [self._fragments(batch.before[c.name].take(updates), c) for c in columns]
             old_object = self._old_object([f.take(updates) for f in fragments], old)
             with_old = join(',"p":', old_object, "}")
-            closing = pc.replace_with_mask(pa.repeat(string_scalar("}"), n), pa.array(is_update), with_old)
+            closing = at_rows("}", is_update, with_old, n)
         return concat([opening, row, closing], n)
 
     def _old_object(self, new: list[pa.Array], old: list[pa.Array]) -> pa.Array:
