@@ -11,7 +11,12 @@ turns rows into Kafka messages ``(partition, key, value)``:
   to 16 events with ``struct.pack``;
 - ``handwritten_avro``: one message per row, its key and value records
   serialised by ``AvroSerializer`` with the schemas the sink registers, so the
-  bytes are the sink's; a delete is the key and no value (a tombstone).
+  bytes are the sink's; a delete is the key and no value (a tombstone);
+- ``handwritten_debezium``: one message per row, its key and value payloads a
+  dict each, serialised compactly, with the constant ``schema`` parts (written
+  once as dicts and serialised once) spliced in; with the TiDB extension, as
+  the bench runs the sink, so the bytes are the sink's but for the encoding
+  clock (``payload.ts_ms``).
 
 ``produce_all`` is a bare confluent-kafka loop over pre-encoded messages.
 """
@@ -63,20 +68,21 @@ def _encoded(document, dumps) -> bytes:
 
 # The serialiser of each protocol's hand-written encoder that the encode target is measured against, and that
 # the hand-written Spark job uses.
-STANDARD_SERIALIZER = {"canal-json": "json.dumps", "open-protocol": "json.dumps", "avro": "AvroSerializer"}
+STANDARD_SERIALIZER = {"canal-json": "json.dumps", "open-protocol": "json.dumps", "avro": "AvroSerializer",
+                       "debezium": "json.dumps"}
 
 
 def serializer_choices(protocol: str = "canal-json", avro: AvroTarget | None = None) -> dict[str, object]:
     """The serialisers a hand-written encoder of ``protocol`` would use, by name.
 
-    TiCDC writes Open Protocol JSON without spaces or ``\\u`` escapes; a user
-    matching it makes one such ``JSONEncoder`` (``json.dumps`` with options
-    would build one per call).  Avro's is confluent-kafka's ``AvroSerializer``
-    for the registry, topic and schemas of ``avro``.
+    TiCDC writes Open Protocol and Debezium JSON without spaces or ``\\u``
+    escapes; a user matching it makes one such ``JSONEncoder`` (``json.dumps``
+    with options would build one per call).  Avro's is confluent-kafka's
+    ``AvroSerializer`` for the registry, topic and schemas of ``avro``.
     """
     if protocol == "avro":
         return {"AvroSerializer": AvroSerializers(avro)}
-    if protocol == "open-protocol":
+    if protocol in ("open-protocol", "debezium"):
         choices = {"json.dumps": json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode}
     else:
         choices = {"json.dumps": json.dumps}
@@ -256,8 +262,134 @@ def handwritten_avro(rows, serializers: AvroSerializers, partitions: int = 1):
         yield ANY_PARTITION, key, value
 
 
+# ---------------------------------------------------------------------------
+# Debezium
+
+DEBEZIUM_CLUSTER = "default"  # TiCDC's cluster-id when none is given: the schema names' and source's
+_DEBEZIUM_NAME = f"{DEBEZIUM_CLUSTER}.{DATABASE}.{TABLE}"
+DEBEZIUM_COLUMNS = [  # the feed's columns in table order: (name, tidb_type, Debezium type, semantic type)
+    ("id", "bigint", "int64", None), ("c_tinyint", "tinyint", "int16", None),
+    ("c_smallint", "smallint", "int16", None), ("c_int", "int", "int32", None),
+    ("c_ubigint", "bigint unsigned", "int64", None), ("c_decimal", "decimal", "double", None),
+    ("c_double", "double", "double", None), ("c_varchar", "varchar", "string", None),
+    ("c_text", "text", "string", None), ("c_varbinary", "varbinary", "string", None),
+    ("c_date", "date", "int32", "io.debezium.time.Date"),
+    ("c_datetime", "datetime", "int64", "io.debezium.time.Timestamp"),  # DATETIME(3): milliseconds
+    ("c_timestamp", "timestamp", "string", "io.debezium.time.ZonedTimestamp"),
+    ("c_json", "json", "string", "io.debezium.data.Json"),
+]
+
+
+def _debezium_field(column: str, tidb_type: str, kind: str, semantic: str | None) -> dict:
+    """A column's field schema, with the TiDB extension's ``tidb_type``; only the key column is NOT NULL."""
+    field = {"tidb_type": tidb_type, "type": kind, "optional": column != "id"}
+    if semantic:
+        field.update(name=semantic, version=1)
+    field["field"] = column
+    return field
+
+
+def _plain_field(kind: str, name: str, optional: bool = False) -> dict:
+    return {"type": kind, "optional": optional, "field": name}
+
+
+def _debezium_schemas() -> tuple[dict, dict]:
+    """The key's and the value's ``schema`` documents, the same for every row of the table."""
+    fields = [_debezium_field(*column) for column in DEBEZIUM_COLUMNS]
+    rows = [{"type": "struct", "optional": True, "name": f"{_DEBEZIUM_NAME}.Value", "field": member,
+             "fields": fields} for member in ("before", "after")]
+    snapshot = {"type": "string", "optional": True, "name": "io.debezium.data.Enum", "version": 1,
+                "parameters": {"allowed": "true,last,false,incremental"}, "default": "false", "field": "snapshot"}
+    source = {"type": "struct", "fields": [
+        _plain_field("string", "version"), _plain_field("string", "connector"), _plain_field("string", "name"),
+        _plain_field("int64", "ts_ms"), snapshot, _plain_field("string", "db"),
+        _plain_field("string", "sequence", True), _plain_field("string", "table", True),
+        _plain_field("int64", "server_id"), _plain_field("string", "gtid", True), _plain_field("string", "file"),
+        _plain_field("int64", "pos"), _plain_field("int32", "row"), _plain_field("int64", "thread", True),
+        _plain_field("string", "query", True),
+        _plain_field("int64", "commit_ts"), _plain_field("string", "cluster_id"),  # the TiDB extension's
+    ], "optional": False, "name": "io.debezium.connector.mysql.Source", "field": "source"}
+    transaction = {"type": "struct", "fields": [
+        _plain_field("string", "id"), _plain_field("int64", "total_order"),
+        _plain_field("int64", "data_collection_order")],
+        "optional": True, "name": "event.block", "version": 1, "field": "transaction"}
+    key = {"type": "struct", "name": f"{_DEBEZIUM_NAME}.Key", "optional": False, "fields": fields[:1]}
+    value = {"type": "struct", "optional": False, "name": f"{_DEBEZIUM_NAME}.Envelope", "version": 1,
+             "fields": [*rows, source, _plain_field("string", "op"), _plain_field("int64", "ts_ms", True),
+                        transaction]}
+    return key, value
+
+
+def _schema_tail(schema: dict) -> bytes:
+    return (',"schema":' + json.dumps(schema, separators=(",", ":"), ensure_ascii=False) + "}").encode()
+
+
+# The end of every key and value: the schema, serialised once.
+DEBEZIUM_KEY_TAIL, DEBEZIUM_VALUE_TAIL = (_schema_tail(schema) for schema in _debezium_schemas())
+_EPOCH = dt.datetime(1970, 1, 1)
+_EPOCH_DAY = dt.date(1970, 1, 1).toordinal()
+_MICROSECOND = dt.timedelta(microseconds=1)
+
+
+def _go_number(value: float):
+    """A float64 as Go prints it: a whole number without a fraction (``100``, not ``100.0``). Otherwise
+    Python's shortest text is Go's in the feed's range (they differ from 1e16 up and below 1e-4)."""
+    return int(value) if value.is_integer() else value
+
+
+def debezium_row(row: dict) -> dict:
+    """A row's ``before`` or ``after`` object: each column as Debezium types it."""
+    ubigint, decimal, double, binary = row["c_ubigint"], row["c_decimal"], row["c_double"], row["c_varbinary"]
+    date, datetime3, timestamp = row["c_date"], row["c_datetime"], row["c_timestamp"]
+    return {
+        "id": row["id"], "c_tinyint": row["c_tinyint"], "c_smallint": row["c_smallint"], "c_int": row["c_int"],
+        "c_ubigint": None if ubigint is None else _signed64(ubigint),
+        "c_decimal": None if decimal is None else _go_number(float(decimal)),
+        "c_double": None if double is None else _go_number(double),
+        "c_varchar": row["c_varchar"], "c_text": row["c_text"],
+        "c_varbinary": None if binary is None else base64.b64encode(binary).decode(),
+        # The feed's dates are from 1970 on: no two-digit-year rule to apply.
+        "c_date": None if date is None else date.toordinal() - _EPOCH_DAY,
+        # DATETIME(3): the wall clock's epoch milliseconds, rounded half up as TiDB stores it.
+        "c_datetime": None if datetime3 is None else ((datetime3 - _EPOCH) // _MICROSECOND + 500) // 1000,
+        # TIMESTAMP(6): the UTC instant with six fraction digits (a naive value is the local clock's, as
+        # PySpark gives it).
+        "c_timestamp": None if timestamp is None else
+        timestamp.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+        "c_json": row["c_json"],
+    }
+
+
+def debezium_payload(row: dict, now_ms: int) -> dict:
+    """A row's value payload: the source block, the encoding clock, op and the rows in TiCDC's order."""
+    commit_ts, op = row["_commit_ts"], row["_op"]
+    payload = {"source": {"version": "2.4.0.Final", "connector": "TiCDC", "name": DEBEZIUM_CLUSTER,
+                          "ts_ms": commit_ts >> 18, "snapshot": "false", "db": DATABASE, "table": TABLE,
+                          "server_id": 0, "gtid": None, "file": "", "pos": 0, "row": 0, "thread": 0,
+                          "query": None, "commit_ts": commit_ts, "cluster_id": DEBEZIUM_CLUSTER},
+               "ts_ms": now_ms, "transaction": None}
+    if op == "INSERT":
+        payload.update(op="c", before=None, after=debezium_row(row))
+    elif op == "DELETE":
+        payload.update(op="d", after=None, before=debezium_row(row))
+    elif row["_before"] is None:  # an update without old values has no before at all
+        payload.update(op="u", after=debezium_row(row))
+    else:
+        payload.update(op="u", before=debezium_row(row["_before"]), after=debezium_row(row))
+    return payload
+
+
+def handwritten_debezium(rows, dumps, partitions: int = 1):
+    """Debezium messages: one per row, keyed by its primary key (the producer's partitioner hashes it), each
+    ``{"payload":..,"schema":..}`` with the payload serialised per row and the schema's text appended."""
+    for row in rows:
+        key = b'{"payload":' + _encoded({"id": row["id"]}, dumps) + DEBEZIUM_KEY_TAIL
+        value = b'{"payload":' + _encoded(debezium_payload(row, int(time.time() * 1000)), dumps) + DEBEZIUM_VALUE_TAIL
+        yield ANY_PARTITION, key, value
+
+
 HANDWRITTEN = {"canal-json": handwritten_canal_json, "open-protocol": handwritten_open_protocol,
-               "avro": handwritten_avro}
+               "avro": handwritten_avro, "debezium": handwritten_debezium}
 
 
 # ---------------------------------------------------------------------------

@@ -110,6 +110,9 @@ def sink_options(bootstrap_servers: str, topic: str, delivery: str = "at-least-o
     option must be an expression: ``<topic>_{schema}_{table}`` (``topic_written``
     names the topic it expands to), with the registry at ``schema_registry``
     and the TiDB extension on, without which its updates read as inserts.
+    Debezium runs with the TiDB extension too (``tidb_type`` in the field
+    schemas, ``commit_ts`` and ``cluster_id`` in the source schema, watermarks),
+    as the tests run it.
     """
     options = {"kafka.bootstrap.servers": bootstrap_servers, "protocol": protocol, "topic": topic,
                "database": DATABASE, "table": TABLE, "primary-key": "id", "column-types": COLUMN_TYPES,
@@ -118,6 +121,8 @@ def sink_options(bootstrap_servers: str, topic: str, delivery: str = "at-least-o
         options.update({"topic": f"{topic}_{{schema}}_{{table}}", "enable-tidb-extension": "true"})
         if schema_registry:
             options["schema-registry"] = schema_registry
+    elif protocol == "debezium":
+        options["enable-tidb-extension"] = "true"
     return options
 
 

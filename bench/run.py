@@ -3,12 +3,13 @@
     python bench/run.py                 # the full run (1M-row feed, 5M-row partition for memory)
     python bench/run.py --small         # seconds: the CI smoke run, no verdicts about speed
     python bench/run.py --encode-only --protocols avro   # one protocol's encoders only, no broker or Spark
+    python bench/run.py --encode-only --protocols debezium --rows 100000
 
 Measures, on the standard change feed (``feed.py``):
   - encode-only rows/s and MB/s of every implemented protocol's encoder, and of
     the hand-written per-row encoder of the same messages (dict + json.dumps /
     orjson.dumps, or confluent-kafka's AvroSerializer, ``baselines.py``; the
-    Avro one is first checked to write the sink's bytes);
+    Avro and Debezium ones are first checked to write the sink's bytes);
   - the bare output limit per protocol: its pre-encoded messages produced by
     bare confluent-kafka loops, one process per core;
   - Spark jobs over the feed, per protocol: ``format("ticdc")`` in each delivery
@@ -31,6 +32,7 @@ import multiprocessing
 import os
 import platform
 import pstats
+import re
 import sys
 import threading
 import time
@@ -59,9 +61,9 @@ ENCODE_TARGET = 5.0  # each protocol's encode-only vs its hand-written encode st
 OUTPUT_TARGET = 0.60  # end-to-end at-least-once vs the bare producer limit
 RSS_TARGET_MB = 500
 TOPIC_PARTITIONS = 3  # of the topics the bench creates itself
-TITLES = {"canal-json": "Canal-JSON", "open-protocol": "Open Protocol", "avro": "Avro"}
+TITLES = {"canal-json": "Canal-JSON", "open-protocol": "Open Protocol", "avro": "Avro", "debezium": "Debezium"}
 REGISTRY_DOUBLE = BENCH.parent / "tests" / "schema_registry_double.py"
-AVRO_CHECK_ROWS = 5_000  # rows whose hand-written Avro messages must be the sink's, byte for byte
+CHECK_ROWS = 5_000  # rows whose hand-written Avro and Debezium messages must be the sink's, byte for byte
 ENCODE_TOPIC = "bench"  # the topic (avro: its stem) of the encode-only runs, which write nowhere
 
 
@@ -185,22 +187,57 @@ def avro_target(table: pa.Table, registry: str) -> AvroTarget:
     return AvroTarget(registry, topic, key, value)
 
 
-def check_avro_baseline(table: pa.Table, target: AvroTarget, rows: int = AVRO_CHECK_ROWS) -> str:
+def _same_messages(what: str, sink: list, hand: list) -> None:
+    """Fails unless the hand-written ``(key, value)`` messages are the sink's, naming the first difference."""
+    different = [i for i, (ours, theirs) in enumerate(zip(sink, hand)) if ours != theirs]
+    if len(sink) != len(hand) or different:
+        row = different[0] if different else min(len(sink), len(hand))
+        raise RuntimeError(f"the {what} are not the sink's: {len(hand)} messages for the sink's {len(sink)}, "
+                           f"{len(different)} differ (row {row}: sink {sink[row:row + 1]!r}, "
+                           f"hand-written {hand[row:row + 1]!r})")
+
+
+def _op_counts(sample: pa.Table) -> str:
+    ops = sample.column("_op").value_counts().to_pylist()
+    return ", ".join(f"{c['counts']:,} {c['values'].lower()}s" for c in ops)
+
+
+def check_avro_baseline(table: pa.Table, target: AvroTarget, rows: int = CHECK_ROWS) -> str:
     """Fails unless the hand-written AvroSerializer's keys and values equal the sink's on the feed's first
     ``rows`` rows (inserts, updates, deletes' tombstones): then the two encode-only speeds compare like for like."""
     sample = table.slice(0, rows)
     sink = sink_messages(sample, encode_options("avro", target.registry_url))
     serializer = serializer_choices("avro", target)[STANDARD_SERIALIZER["avro"]]
     hand = [(key, value) for _, key, value in HANDWRITTEN["avro"](sample.to_pylist(), serializer)]
-    different = [i for i, (ours, theirs) in enumerate(zip(sink, hand)) if ours != theirs]
-    if len(sink) != len(hand) or different:
-        row = different[0] if different else min(len(sink), len(hand))
-        raise RuntimeError(f"the hand-written Avro messages are not the sink's: {len(different)} of {len(sink)} "
-                           f"differ (row {row}: sink {sink[row:row + 1]!r}, hand-written {hand[row:row + 1]!r})")
-    ops = sample.column("_op").value_counts().to_pylist()
-    counts = ", ".join(f"{c['counts']:,} {c['values'].lower()}s" for c in ops)
+    _same_messages("hand-written Avro messages", sink, hand)
     return (f"The hand-written Avro messages (AvroSerializer) equal the sink's byte for byte, keys and values, on "
-            f"the feed's first {sample.num_rows:,} rows ({counts}; a delete's value is a tombstone).")
+            f"the feed's first {sample.num_rows:,} rows ({_op_counts(sample)}; a delete's value is a tombstone).")
+
+
+# The payload's own ts_ms, the encoding clock: the first ts_ms followed by transaction (source.ts_ms, the commit
+# time, is followed by snapshot).
+_ENCODING_CLOCK = re.compile(rb'"ts_ms":-?[0-9]+,"transaction":')
+
+
+def without_encoding_clock(messages: list[tuple[bytes | None, bytes | None]]) -> list:
+    """Debezium messages with the payload's ``ts_ms`` (the wall clock when encoded) set to 0."""
+    return [(key, value if value is None else _ENCODING_CLOCK.sub(b'"ts_ms":0,"transaction":', value, count=1))
+            for key, value in messages]
+
+
+def check_debezium_baseline(table: pa.Table, rows: int = CHECK_ROWS) -> str:
+    """Fails unless each hand-written Debezium encoder's keys and values equal the sink's on the feed's first
+    ``rows`` rows (inserts, updates, deletes), schemas included, the payload's encoding clock aside (neither
+    has a fixed clock): then the encode-only speeds compare like for like."""
+    sample = table.slice(0, rows)
+    sink = without_encoding_clock(sink_messages(sample, encode_options("debezium", None)))
+    choices = serializer_choices("debezium")
+    for name, serializer in choices.items():
+        hand = [(key, value) for _, key, value in HANDWRITTEN["debezium"](sample.to_pylist(), serializer)]
+        _same_messages(f"hand-written Debezium messages ({name})", sink, without_encoding_clock(hand))
+    return (f"The hand-written Debezium messages ({', '.join(choices)}) equal the sink's byte for byte, keys and "
+            f"values with their schemas, on the feed's first {sample.num_rows:,} rows ({_op_counts(sample)}), "
+            "the payload's ts_ms (the clock when encoded, not source.ts_ms) set to 0 in both.")
 
 
 # ---------------------------------------------------------------------------
@@ -452,6 +489,8 @@ def profile_shares(stats: pstats.Stats) -> str:
         "  of which framing events per partition (open_protocol.pack_events)": "pack_events",
         "  of which Avro encodings of the columns (avro.column_binary)": "column_binary",
         "  of which joining fragments into records (avro._concat)": "_concat",
+        "  of which Debezium column values, new and old rows (debezium_types.value_fragments)": "value_fragments",
+        "  of which Debezium op and old rows, their values included (debezium._op_and_old_rows)": "_op_and_old_rows",
     }
     total = stats.total_tt or 1.0
     lines = [f"Encoder time {total:.2f} s (under the profiler), of which:"]
@@ -492,7 +531,8 @@ def report(results: list[Result], args, profiles: dict[str, str], services: str,
         f"Feed: {args.rows:,} row changes of one 14-column table (`bench/feed.py`: every integer width, "
         "BIGINT UNSIGNED, DECIMAL, DOUBLE, VARCHAR, TEXT, VARBINARY, DATE, DATETIME(3), TIMESTAMP(6), JSON, "
         "10% NULLs; 80% inserts, 15% updates with old values, 5% deletes). Avro with the TiDB extension "
-        "(`_tidb_op`, `_tidb_commit_ts`, `_tidb_commit_physical_time`).",
+        "(`_tidb_op`, `_tidb_commit_ts`, `_tidb_commit_physical_time`), Debezium too (`tidb_type`, the source "
+        "schema's `commit_ts` and `cluster_id`, watermarks).",
         "",
         *[line for check in checks for line in (check, "")],
     ]
@@ -667,8 +707,11 @@ def main(argv: list[str] | None = None) -> int:
         for protocol in args.protocols:
             if protocol == "avro":
                 avro = avro_target(table, registry)
-                say(f"checking the hand-written Avro messages against the sink's ({AVRO_CHECK_ROWS:,} rows)")
+                say(f"checking the hand-written Avro messages against the sink's ({CHECK_ROWS:,} rows)")
                 checks.append(check_avro_baseline(table, avro))
+            elif protocol == "debezium":
+                say(f"checking the hand-written Debezium messages against the sink's ({CHECK_ROWS:,} rows)")
+                checks.append(check_debezium_baseline(table))
             protocol_results, profiles[protocol] = encode_runs(table, protocol, registry, avro)
             results += protocol_results
         del table

@@ -23,7 +23,8 @@ def test_the_harness_runs_every_measurement_and_writes_its_table(tmp_path):
         assert line in table, line
     for protocol, title, serializer in (("canal-json", "Canal-JSON", "json.dumps"),
                                         ("open-protocol", "Open Protocol", "json.dumps"),
-                                        ("avro", "Avro", "AvroSerializer")):
+                                        ("avro", "Avro", "AvroSerializer"),
+                                        ("debezium", "Debezium", "json.dumps")):
         for line in (f"| ticdc-sink {protocol} |", f"| hand-written {protocol}, dict per row + {serializer} |",
                      f"| bare confluent-kafka loop {protocol},", f"| ticdc-sink {protocol}, at-least-once |",
                      f"| ticdc-sink {protocol}, exactly-once |",
@@ -35,4 +36,6 @@ def test_the_harness_runs_every_measurement_and_writes_its_table(tmp_path):
                      f"cProfile of the {title} encode-only run"):
             assert line in table, line
     assert "The hand-written Avro messages (AvroSerializer) equal the sink's byte for byte" in table
+    assert "The hand-written Debezium messages (json.dumps" in table
+    assert ") equal the sink's byte for byte, keys and values with their schemas" in table
     assert "Schema Registry: the tests' in-process TEST DOUBLE" in table
