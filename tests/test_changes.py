@@ -272,6 +272,24 @@ def test_json_without_a_json_value_is_refused(value, problem):
         build(s, [{"id": 1, "j": value}], column_types="j JSON", **KEYED)
 
 
+def test_json_texts_that_are_not_one_value_each_are_refused_not_regrouped():
+    """Read as one column, '1,2' and '[3' with '4]' would give three values for three rows."""
+    s = schema(("id", T.IntegerType(), False), ("j", T.StringType()))
+    rows = [{"id": i, "j": text} for i, text in enumerate(['{"a":1}', "1,2", "[3", "4]"])]
+    with pytest.raises(ContractError, match=r"'j'.*'1,2'.*\{id=1\}"):
+        build(s, rows, column_types="j JSON", **KEYED)
+
+
+def test_json_already_in_tidbs_form_is_kept_and_other_text_is_reprinted():
+    s = schema(("id", T.IntegerType(), False), ("j", T.StringType()))
+    canonical = [{"id": 1, "j": '{"a": [1, 2], "b": "x"}'}, {"id": 2, "j": "[]"}]
+    _, _, changes, _ = build(s, canonical, column_types="j JSON", **KEYED)
+    assert changes.columns["j"].to_pylist() == ['{"a": [1, 2], "b": "x"}', "[]"]
+    compact = [{"id": 1, "j": '{"b":"x","a":[1,2]}'}, {"id": 2, "j": "[]"}]
+    _, _, changes, _ = build(s, compact, column_types="j JSON", **KEYED)
+    assert changes.columns["j"].to_pylist() == ['{"a": [1, 2], "b": "x"}', "[]"]
+
+
 def test_invalid_utf8_in_a_spark_string_is_refused():
     s = schema(("id", T.IntegerType(), False), ("v", T.StringType()))
     batch = pa.RecordBatch.from_arrays(

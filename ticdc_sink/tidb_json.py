@@ -7,8 +7,10 @@ input to that text once, so codecs and dispatchers see what TiCDC sees.
 
 from __future__ import annotations
 
+import gc
 import json
 import re
+from contextlib import contextmanager
 
 from .render import go_float_text
 
@@ -17,29 +19,51 @@ def tidb_json_texts(documents: list[str]) -> list[str]:
     """JSON texts as TiDB prints them; raises ValueError for text that is not JSON.
 
     Python's C parser and printer (sorted keys, TiDB's separators) print most
-    documents exactly as TiDB does, and parse a whole column in one call; a
-    float that Python would print differently, a number beyond 64 bits, or a
-    character the two escape differently sends the document through the exact
-    (slower) path of ``tidb_json_text``.
+    documents exactly as TiDB does, and parse and print a whole column in one
+    call each: a column already in TiDB's form (its printed column equals the
+    input's) is kept as it is.  A float that Python would print differently, a
+    number beyond 64 bits, or a character the two escape differently sends the
+    document through the exact (slower) path of ``tidb_json_text``.
     """
+    if not documents:
+        return []
     check = _FastPathCheck()
     decoder = json.JSONDecoder(parse_float=check.float, parse_constant=_no_constant)
-    source = "[" + ",".join(documents) + "]"
+    # Each document in its own array, the arrays parted by a raw newline, which no JSON string holds: a text
+    # that is not one JSON value changes the count or the length of some array (or fails the parse).
+    source = "[[" + "]\n,[".join(documents) + "]]"
     try:
-        values = decoder.decode(source)
+        with _collector_paused():
+            wrapped = decoder.decode(source)
     except ValueError:
-        values = None  # some document is not JSON: find it below
+        wrapped = None  # some document is not JSON: find it below
     # A run of 19 digits may be a number beyond 64 bits, which TiDB reads as a double.
     long_number = _DIGIT_RUN in source.translate(_DIGITS)
-    if values is None or len(values) != len(documents) or not check.ok or long_number:
+    if (wrapped is None or len(wrapped) != len(documents) or set(map(len, wrapped)) != {1} or not check.ok
+            or long_number):
         return [_tidb_json_text_of(document) for document in documents]
-    texts = [_FAST_ENCODE(v) for v in values]
-    printed = "".join(texts)
+    values = [document[0] for document in wrapped]
+    with _collector_paused():
+        printed = _FAST_ENCODE(values)
+        texts = list(documents) if printed == "[" + ", ".join(documents) + "]" else [_FAST_ENCODE(v) for v in values]
     if "\u2028" in printed or "\u2029" in printed:
         texts = [t.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029") for t in texts]
     if "\\b" in printed or "\\f" in printed or not _is_encodable(printed):
         texts = [tidb_json_text(v) for v in values]
     return texts
+
+
+@contextmanager
+def _collector_paused():
+    """Python's cyclic garbage collector off while a column's documents are built: they hold no cycles, and
+    the collections their many dicts and lists would trigger cost more than the parse itself."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _is_encodable(text: str) -> bool:
