@@ -88,6 +88,9 @@ class DebeziumEncoder(Encoder):
         self._source_schema = ('{"type":"struct","fields":[' + ",".join(
             _SOURCE_FIELDS + (_EXTENSION_SOURCE_FIELDS if extension else [])) +
             '],"optional":false,"name":"io.debezium.connector.mysql.Source","field":"source"}')
+        self._ddl_value_schema = ('{"optional":false,"type":"struct","version":1,'
+                                  '"name":"io.debezium.connector.mysql.SchemaChangeValue","fields":['
+                                  + ",".join([self._source_schema, *DDL_VALUE_FIELDS]) + "]}")
         self._cluster = quote_json(config.cluster_id, html=False)
         self._unsent_actions: set[str] = set()
         if table is None:  # control events only
@@ -214,12 +217,10 @@ class DebeziumEncoder(Encoder):
         key = '{"payload":{"databaseName":' + database + "}" + self._fixed_schema(DDL_KEY_SCHEMA) + "}"
         source = "".join(self._source_parts(str(tso_physical_ms(ddl.commit_ts)), database, table,
                                             str(ddl.commit_ts)))
-        schema = ('{"optional":false,"type":"struct","version":1,'
-                  '"name":"io.debezium.connector.mysql.SchemaChangeValue","fields":['
-                  + ",".join([self._source_schema, *DDL_VALUE_FIELDS]) + "]}")
         value = (f'{{"payload":{{"source":{source},"ts_ms":{self.clock()},"databaseName":{database},'
                  f'"schemaName":null,"ddl":{quote_json(ddl.query, html=False)},'
-                 f'"tableChanges":[{self._table_change(ddl, change, names)}]}}' + self._fixed_schema(schema) + "}")
+                 f'"tableChanges":[{self._table_change(ddl, change, names)}]}}'
+                 + self._fixed_schema(self._ddl_value_schema) + "}")
         return Messages.one(topic, BROADCAST, key, value)
 
     def _fixed_schema(self, schema: str) -> str:
