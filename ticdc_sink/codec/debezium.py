@@ -118,7 +118,8 @@ class DebeziumEncoder(Encoder):
                         np.arange(n))
 
     def _source(self, batch: ChangeBatch) -> pa.Array:
-        return concat(self._source_parts(physical_ms_text(batch.commit_ts), quoted_names_of(batch.databases, html=False),
+        return concat(self._source_parts(physical_ms_text(batch.commit_ts),
+                                         quoted_names_of(batch.databases, html=False),
                                          quoted_names_of(batch.tables, html=False),
                                          pa.array(batch.commit_ts).cast(pa.string())), batch.num_rows)
 
