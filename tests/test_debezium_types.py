@@ -73,3 +73,67 @@ def test_the_zero_dates_are_the_only_cases_spark_cannot_carry():
 def test_a_set_bitmask_beyond_its_members_is_refused_as_the_input_contract_says():
     with pytest.raises(ContractError, match="a SET bitmask of 3 members is 0..7"):
         column_of(REFUSED[0])
+
+
+# The column-at-a-time shortcuts against their per-value definitions, on the edges where the shortcut stops.
+
+def test_decimals_become_the_double_nearest_their_text_on_both_sides_of_the_exact_division():
+    import pyarrow as pa
+
+    from ticdc_sink.codec.debezium_types import decimal_doubles
+
+    for precision, scale in [(12, 2), (20, 0), (38, 10), (38, 22), (38, 23), (38, 30)]:
+        unscaled = [0, 1, -1, 2**53 - 1, 2**53, 2**53 + 1, -(2**53) - 1, 10**17 + 3, -(10**precision - 1),
+                    10**precision - 1, 123456789, None, 2**63, -(2**63) - 1]
+        values = [None if u is None else Decimal(f"{u}E-{scale}") for u in unscaled
+                  if u is None or abs(u) < 10**precision]
+        array = pa.array(values, pa.decimal128(precision, scale))
+        for sliced in (array, array.slice(2)):
+            expected = [None if v is None else float(str(v)) for v in sliced.to_pylist()]
+            assert decimal_doubles(sliced).to_pylist() == expected, (precision, scale)
+
+
+def test_binary_values_become_the_padded_base64_of_each_value_alone():
+    import base64
+
+    import pyarrow as pa
+
+    from ticdc_sink.codec.json_text import base64_fragments
+
+    values = [bytes(range(n)) for n in range(8)] + [None, b"\xff" * 64, b""]
+    array = pa.array(values, pa.binary())
+    for sliced in (array, array.slice(3), pa.chunked_array([array.slice(0, 4), array.slice(4)]),
+                   array.cast(pa.large_binary()), pa.array([], pa.binary()), pa.array([None], pa.binary())):
+        expected = ["null" if v is None else f'"{base64.b64encode(v).decode()}"' for v in sliced.to_pylist()]
+        assert base64_fragments(sliced).to_pylist() == expected
+
+
+@pytest.mark.parametrize("fsp", range(7))
+def test_timestamp_texts_built_as_byte_columns_equal_each_value_printed_alone(fsp):
+    import numpy as np
+    import pyarrow as pa
+
+    from ticdc_sink.render import timestamp_text
+
+    rng = np.random.default_rng(fsp)
+    micros = [*rng.integers(-62135596800000000, 253402300800000000, 500), None, 253402300800000000]
+    for zone in (None, "UTC"):
+        array = pa.array(np.array([0 if m is None else m for m in micros], "datetime64[us]"),
+                         pa.timestamp("us", tz=zone), mask=np.array([m is None for m in micros]))
+        for sliced in (array, array.slice(7, 50), array.slice(0, 0)):
+            for separator, suffix in ((" ", ""), ("T", "Z")):
+                expected = []
+                for m in sliced.cast(pa.int64()).to_pylist():
+                    if m is None:
+                        expected.append(None)
+                        continue
+                    when = np.datetime64(m, "us").astype(object)
+                    year = 10000 if when is None or isinstance(when, int) else when.year
+                    if year == 10000:  # past datetime's range: the one row in year 10000 (fallback path)
+                        expected.append(f"10000-01-01{separator}00:00:00" + ("." + "0" * fsp if fsp else "")
+                                        + suffix)
+                        continue
+                    text = f"{when.year:04d}-{when:%m-%d}{separator}{when:%H:%M:%S}"
+                    expected.append(text + (f".{when.microsecond:06d}"[:fsp + 1] if fsp else "") + suffix)
+                got = timestamp_text(sliced, fsp, "UTC", separator=separator, suffix=suffix).to_pylist()
+                assert got == expected

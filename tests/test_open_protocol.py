@@ -285,6 +285,24 @@ def test_floats_are_json_numbers_as_go_writes_them():
     assert rendered[2][0] == 0  # NaN and infinities are written as 0, as TiCDC does
 
 
+@pytest.mark.parametrize("bits", [32, 64])
+def test_float_columns_are_spelled_as_each_value_alone_at_every_magnitude(bits):
+    # The column functions look only at rows outside Arrow's plain range; every magnitude is checked here.
+    import pyarrow as pa
+
+    from ticdc_sink.render import float_json_numbers, float_text, go_float_text, go_json_float_text
+
+    rng = np.random.default_rng(3)
+    values = [m * 10.0 ** k for k in range(-40, 39) for m in (1, -1.5, 9.999999, *rng.uniform(-10, 10, 4))]
+    values += [0.0, -0.0, float("nan"), float("inf"), float("-inf"), 1e-5, 1e9, 9.99999e8, 1e10, None]
+    array = pa.array(values, pa.float32() if bits == 32 else pa.float64())
+    finite = [None if v is None else (v if np.isfinite(v) else 0.0) for v in array.to_pylist()]
+    assert float_text(array, bits).to_pylist() == [None if v is None else go_float_text(v, bits)
+                                                   for v in array.to_pylist()]
+    assert float_json_numbers(array, bits).to_pylist() == [None if v is None else go_json_float_text(v, bits)
+                                                           for v in finite]
+
+
 @pytest.mark.parametrize("data", [b"", b"plain", b'q"b\\', b"\x00\x07\x08\x0c\x0b\x7f", b"\xff\xfe\x80",
                                   "é😀\u00a0\u200b".encode(), bytes(range(256))])
 def test_go_quoting_of_binary_strings_round_trips(data):

@@ -40,12 +40,7 @@ def float_text(values: pa.Array, bits: int, nan_as_zero: bool = False) -> pa.Arr
     """
     if nan_as_zero:
         values = pc.if_else(pc.is_finite(values), values, pa.scalar(0, values.type))
-    text = values.cast(pa.string())
-    unusual = pc.fill_null(pc.match_substring_regex(text, "[en]"), False)
-    if pc.any(unusual).as_py():
-        fixed = [go_float_text(v, bits) for v in values.filter(unusual).to_pylist()]
-        text = pc.replace_with_mask(text, unusual, pa.array(fixed, pa.string()))
-    return text
+    return _respell_arrow_exponents(values, lambda v: go_float_text(v, bits))
 
 
 # Go's JSON writers switch to the exponent form for magnitudes outside [1e-6, 1e21).
@@ -68,17 +63,31 @@ def go_json_float_text(value: float, bits: int) -> str:
 
 def float_json_numbers(values: pa.Array, bits: int) -> pa.Array:
     """JSON numbers of a float array as Go prints them (``go_json_float_text``); NaN and infinities as 0,
-    which TiCDC writes in their place."""
-    text = float_text(values, bits, nan_as_zero=True)
-    magnitude = pc.abs(values.cast(pa.float32() if bits == 32 else pa.float64()))
-    small, large = (pa.scalar(x, magnitude.type) for x in (_JSON_PLAIN_FROM, _JSON_PLAIN_BELOW))
-    exponent = pc.fill_null(pc.and_(pc.is_finite(magnitude), pc.and_(
-        pc.not_equal(magnitude, pa.scalar(0, magnitude.type)),
-        pc.or_(pc.less(magnitude, small), pc.greater_equal(magnitude, large)))), False)
-    if pc.any(exponent).as_py():
-        fixed = [go_json_float_text(v, bits) for v in values.filter(exponent).to_pylist()]
-        text = pc.replace_with_mask(text, exponent, pa.array(fixed, pa.string()))
-    return text
+    which TiCDC writes in their place.  Every magnitude Go's JSON writes with an exponent, Arrow does too,
+    so the rows to respell are the same as ``float_text``'s."""
+    finite = pc.if_else(pc.is_finite(values), values, pa.scalar(0, values.type))
+    return _respell_arrow_exponents(finite, lambda v: go_json_float_text(v, bits))
+
+
+# Arrow prints plain digits for magnitudes in [1e-6, 1e10); rows inside this narrower range are not looked at.
+_ARROW_PLAIN_FROM, _ARROW_PLAIN_BELOW = 1e-5, 1e9
+
+
+def _respell_arrow_exponents(values: pa.Array, spell) -> pa.Array:
+    """Arrow's text of a float array, with ``spell(value)`` in place of its exponent forms, ``nan`` and ``inf``."""
+    text = values.cast(pa.string())
+    magnitude = np.abs(values.to_numpy(zero_copy_only=False).astype(np.float64))  # NaN for nulls
+    with np.errstate(invalid="ignore"):
+        rows = np.flatnonzero((magnitude != 0) & ~((magnitude >= _ARROW_PLAIN_FROM) & (magnitude < _ARROW_PLAIN_BELOW)))
+    if rows.size:
+        spelled = pc.fill_null(pc.match_substring_regex(text.take(pa.array(rows)), "[en]"), False)
+        rows = rows[spelled.to_numpy(zero_copy_only=False)]
+    if not rows.size:
+        return text
+    fixed = [spell(v) for v in values.take(pa.array(rows)).to_pylist()]
+    mask = np.zeros(len(text), dtype=bool)
+    mask[rows] = True
+    return pc.replace_with_mask(text, pa.array(mask), pa.array(fixed, pa.string()))
 
 
 def decimal_text(values: pa.Array) -> pa.Array:
@@ -104,19 +113,51 @@ def _fraction_text(fraction_us: np.ndarray, fsp: int, mask) -> pa.Array:
     return join(".", pc.utf8_lpad(digits, fsp, "0"))
 
 
-def timestamp_text(values: pa.Array, fsp: int, time_zone: str | None) -> pa.Array:
-    """``YYYY-MM-DD hh:mm:ss[.ffffff]`` with exactly ``fsp`` fraction digits.
+def timestamp_text(values: pa.Array, fsp: int, time_zone: str | None, separator: str = " ",
+                   suffix: str = "") -> pa.Array:
+    """``YYYY-MM-DD hh:mm:ss[.ffffff]`` with exactly ``fsp`` fraction digits (then ``suffix``).
 
-    A zoned value is printed as wall-clock time in ``time_zone``; a naive one as it is.
+    A zoned value is printed as wall-clock time in ``time_zone``; a naive one as it is.  ``separator``
+    parts the date from the time (ISO 8601's ``T`` for Debezium).
     """
     if values.type.tz is not None:
         values = pc.local_timestamp(values.cast(pa.timestamp("us", tz=time_zone)))
     micros, mask = _int_parts(values)
     seconds = np.floor_divide(micros, 1_000_000)
     whole = pa.array(seconds, pa.int64(), mask=mask).cast(pa.timestamp("s")).cast(pa.string())
-    if fsp == 0:
+    if len(whole) == 0 or (fsp == 0 and separator == " " and not suffix):
         return whole
-    return join(whole, _fraction_text(micros - seconds * 1_000_000, fsp, mask))
+    fraction = micros - seconds * 1_000_000
+    valid = ~mask if mask is not None else np.ones(len(whole), dtype=bool)
+    offsets = np.frombuffer(whole.buffers()[1], dtype=np.int32)[: len(whole) + 1]
+    if np.array_equal(np.diff(offsets), np.where(valid, _WHOLE_SECONDS_WIDTH, 0)):
+        return _fixed_width_timestamps(whole, valid, fraction[valid], fsp, separator, suffix)
+    text = join(whole, _fraction_text(fraction, fsp, mask), suffix) if fsp else join(whole, suffix)
+    return pc.replace_substring(text, " ", separator, max_replacements=1) if separator != " " else text
+
+
+_WHOLE_SECONDS_WIDTH = len("YYYY-MM-DD hh:mm:ss")
+
+
+def _fixed_width_timestamps(whole: pa.Array, valid: np.ndarray, fraction: np.ndarray, fsp: int, separator: str,
+                            suffix: str) -> pa.Array:
+    """``whole[.fraction]suffix`` per valid row, when every whole-second text has the same width (years 1 to
+    9999): the rows are then a matrix of bytes filled a column at a time, not strings joined."""
+    tail = ("." if fsp else "") + "0" * fsp + suffix
+    width = _WHOLE_SECONDS_WIDTH + len(tail)
+    text = np.empty((len(fraction), width), dtype=np.uint8)
+    if len(fraction):
+        text[:, :_WHOLE_SECONDS_WIDTH] = np.frombuffer(whole.buffers()[2], dtype=np.uint8)[
+            : len(fraction) * _WHOLE_SECONDS_WIDTH].reshape(-1, _WHOLE_SECONDS_WIDTH)
+    text[:, _WHOLE_SECONDS_WIDTH:] = np.frombuffer(tail.encode(), dtype=np.uint8)
+    text[:, len("YYYY-MM-DD")] = ord(separator)
+    digits = fraction // 10 ** (6 - fsp)
+    for place in range(fsp):
+        text[:, width - len(suffix) - 1 - place] = ord("0") + digits % 10
+        digits = digits // 10
+    offsets = np.concatenate(([0], np.cumsum(np.where(valid, width, 0)))).astype(np.int32)
+    return pa.StringArray.from_buffers(len(whole), pa.py_buffer(offsets), pa.py_buffer(text), whole.buffers()[0],
+                                       whole.null_count)
 
 
 def duration_text(values: pa.Array, fsp: int) -> pa.Array:

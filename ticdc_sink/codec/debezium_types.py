@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..mysql_types import Column, MySQLType
-from ..render import bit_bytes, enum_names, float_json_numbers, join, set_names, timestamp_text, value_text
+from ..render import bit_bytes, enum_names, float_json_numbers, set_names, timestamp_text, value_text
 from .json_text import base64_fragments, bare_fragments, json_fragments, quote_json
 from .tidb_names import escape_member
 
@@ -89,7 +89,7 @@ def value_fragments(values: pa.Array, column: Column, time_zone: str) -> pa.Arra
     if t.kind == "float":
         return bare_fragments(float_json_numbers(values, 32))
     if t.kind in ("double", "decimal"):
-        doubles = values.cast(pa.string()).cast(pa.float64()) if t.kind == "decimal" else values
+        doubles = decimal_doubles(values) if t.kind == "decimal" else values
         return bare_fragments(float_json_numbers(doubles, 64))
     if t.kind == "bit":
         if t.length == 1:
@@ -105,11 +105,38 @@ def value_fragments(values: pa.Array, column: Column, time_zone: str) -> pa.Arra
         micros = _two_digit_years(values.cast(pa.timestamp("us")).cast(pa.int64()), days=False)
         return bare_fragments((micros if t.fsp > 3 else pc.divide(micros, 1000)).cast(pa.string()))
     if t.kind == "timestamp":
-        return json_fragments(join(pc.replace_substring(timestamp_text(values, t.fsp, "UTC"), " ", "T"), "Z"),
-                              escape=False)
+        return json_fragments(timestamp_text(values, t.fsp, "UTC", separator="T", suffix="Z"), escape=False)
     if t.is_string and t.binary:
         return base64_fragments(values)
     return json_fragments(value_text(values, t, time_zone), escape=t.is_string or t.kind == "json", html=False)
+
+
+def decimal_doubles(values: pa.Array) -> pa.Array:
+    """The double nearest each decimal, as TiCDC's ``strconv.ParseFloat`` of its text gives it.
+
+    A decimal128 whose unscaled integer is within 2^53 and whose scale is at most 22 is the quotient of two
+    exact doubles, and IEEE division rounds it correctly; only other values are parsed from their text.
+    """
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    t = values.type
+    if not pa.types.is_decimal128(t) or not 0 <= t.scale <= _EXACT_POWERS_OF_TEN or len(values) == 0:
+        return values.cast(pa.string()).cast(pa.float64())
+    words = np.frombuffer(values.buffers()[1], dtype=np.int64)[2 * values.offset: 2 * (values.offset + len(values))]
+    low, high = words[0::2], words[1::2]
+    exact = (high == (low >> 63)) & (low >= -_EXACT_INTEGERS) & (low <= _EXACT_INTEGERS)
+    doubles = pa.array(low.astype(np.float64) / float(10 ** t.scale), mask=_null_mask(values))
+    if values.null_count:
+        exact |= values.is_null().to_numpy(zero_copy_only=False)
+    if exact.all():
+        return doubles
+    inexact = ~exact
+    parsed = values.filter(pa.array(inexact)).cast(pa.string()).cast(pa.float64())
+    return pc.replace_with_mask(doubles, pa.array(inexact), parsed)
+
+
+_EXACT_INTEGERS = 2**53
+_EXACT_POWERS_OF_TEN = 22
 
 
 def _null_mask(values: pa.Array) -> np.ndarray | None:

@@ -91,11 +91,48 @@ def bare_fragments(text: pa.Array) -> pa.Array:
 
 
 def base64_fragments(values: pa.Array) -> pa.Array:
-    """JSON strings of the standard base64 (padded) of each value's bytes; ``null`` for nulls."""
-    if pa.types.is_string(values.type) or pa.types.is_large_string(values.type):
-        values = values.cast(pa.binary())
-    encoded = [None if v is None else base64.b64encode(v).decode("ascii") for v in values.to_pylist()]
-    return json_fragments(pa.array(encoded, pa.string()), escape=False)
+    """JSON strings of the standard base64 (padded) of each value's bytes; ``null`` for nulls.
+
+    Each value is laid out from a multiple of three bytes, zero-filled to the next one, so that one
+    ``b64encode`` of the whole buffer encodes every value on its own; the characters of the fill then
+    become the padding.
+    """
+    values = _large_binary(values)
+    if len(values) == 0:
+        return pa.array([], pa.string())
+    offsets = np.frombuffer(values.buffers()[1], dtype=np.int64)[: len(values) + 1]
+    lengths = np.diff(offsets)
+    groups = (lengths + 2) // 3
+    laid_out = np.concatenate(([0], np.cumsum(groups))) * 3
+    data = _data_bytes(values, offsets)
+    spread = np.zeros(laid_out[-1], dtype=np.uint8)
+    spread[np.arange(len(data)) + np.repeat(laid_out[:-1] - (offsets[:-1] - offsets[0]), lengths)] = data
+    text = np.frombuffer(base64.b64encode(spread.tobytes()), dtype=np.uint8).copy()
+    ends = laid_out[1:] // 3 * 4
+    remainder = lengths % 3
+    text[ends[remainder > 0] - 1] = ord("=")
+    text[ends[remainder == 1] - 2] = ord("=")
+    encoded = pa.LargeStringArray.from_buffers(len(values), pa.py_buffer(np.concatenate(([0], ends))),
+                                               pa.py_buffer(text), values.buffers()[0], values.null_count)
+    return json_fragments(encoded.cast(pa.string()), escape=False)
+
+
+def _large_binary(values: pa.Array) -> pa.Array:
+    """A binary array as large_binary with its buffers starting at row 0 (one chunk, no slice offset)."""
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    if not pa.types.is_large_binary(values.type):
+        values = values.cast(pa.large_binary())
+    if values.offset:
+        values = pa.concat_arrays([values])  # a slice: rebuild it so that its buffers start at row 0
+    return values
+
+
+def _data_bytes(values: pa.Array, offsets: np.ndarray) -> np.ndarray:
+    """The bytes of a large_binary array's values, back to back."""
+    if values.buffers()[2] is None:
+        return np.zeros(0, dtype=np.uint8)
+    return np.frombuffer(values.buffers()[2], dtype=np.uint8)[offsets[0]: offsets[-1]]
 
 
 def go_quote_body(data: bytes) -> str:
@@ -196,17 +233,12 @@ _LATIN1_JSON = _byte_table(_latin1_json_byte)
 
 def _substitute_bytes(values: pa.Array, table: tuple[np.ndarray, np.ndarray]) -> pa.Array:
     """Replace every byte of a binary array by its sequence in ``table``, over the whole buffer at once."""
-    if isinstance(values, pa.ChunkedArray):
-        values = values.combine_chunks()
-    values = values.cast(pa.large_binary()) if not pa.types.is_large_binary(values.type) else values
-    if values.offset:
-        values = pa.concat_arrays([values])  # a slice: rebuild it so that its buffers start at row 0
+    values = _large_binary(values)
     if len(values) == 0:
         return pa.array([], pa.string())
     sequences, lengths = table
     offsets = np.frombuffer(values.buffers()[1], dtype=np.int64)[: len(values) + 1]
-    data = np.frombuffer(values.buffers()[2], dtype=np.uint8)[offsets[0]: offsets[-1]] \
-        if values.buffers()[2] is not None else np.zeros(0, dtype=np.uint8)
+    data = _data_bytes(values, offsets)
     widths = lengths[data]
     positions = np.concatenate(([0], np.cumsum(widths)))
     out = np.empty(positions[-1], dtype=np.uint8)
