@@ -637,6 +637,8 @@ def _json(values: pa.Array) -> pa.Array:
     if pa.types.is_string(values.type) or pa.types.is_large_string(values.type):
         try:
             texts = tidb_json_texts(present)
+            if texts is present:  # already TiDB's text
+                return values.cast(pa.string())
         except ValueError:
             texts = []
             for document in present:  # the slow path of an error: find the row and say why

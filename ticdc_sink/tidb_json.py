@@ -16,7 +16,8 @@ from .render import go_float_text
 
 
 def tidb_json_texts(documents: list[str]) -> list[str]:
-    """JSON texts as TiDB prints them; raises ValueError for text that is not JSON.
+    """JSON texts as TiDB prints them (``documents`` itself when all are); raises ValueError for text that
+    is not JSON.
 
     Python's C parser and printer (sorted keys, TiDB's separators) print most
     documents exactly as TiDB does, and parse and print a whole column in one
@@ -27,14 +28,20 @@ def tidb_json_texts(documents: list[str]) -> list[str]:
     """
     if not documents:
         return []
+    # The collector waits until the parsed column is freed: it holds no cycles, and the collections its many
+    # dicts and lists would trigger (and one more when it resumes) cost more than the parse itself.
+    with _collector_paused():
+        return _column_texts(documents)
+
+
+def _column_texts(documents: list[str]) -> list[str]:
     check = _FastPathCheck()
     decoder = json.JSONDecoder(parse_float=check.float, parse_constant=_no_constant)
     # Each document in its own array, the arrays parted by a raw newline, which no JSON string holds: a text
     # that is not one JSON value changes the count or the length of some array (or fails the parse).
     source = "[[" + "]\n,[".join(documents) + "]]"
     try:
-        with _collector_paused():
-            wrapped = decoder.decode(source)
+        wrapped = decoder.decode(source)
     except ValueError:
         wrapped = None  # some document is not JSON: find it below
     # A run of 19 digits may be a number beyond 64 bits, which TiDB reads as a double.
@@ -43,9 +50,8 @@ def tidb_json_texts(documents: list[str]) -> list[str]:
             or long_number):
         return [_tidb_json_text_of(document) for document in documents]
     values = [document[0] for document in wrapped]
-    with _collector_paused():
-        printed = _FAST_ENCODE(values)
-        texts = list(documents) if printed == "[" + ", ".join(documents) + "]" else [_FAST_ENCODE(v) for v in values]
+    printed = _FAST_ENCODE(values)
+    texts = documents if printed == "[" + ", ".join(documents) + "]" else [_FAST_ENCODE(v) for v in values]
     if "\u2028" in printed or "\u2029" in printed:
         texts = [t.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029") for t in texts]
     if "\\b" in printed or "\\f" in printed or not _is_encodable(printed):
@@ -55,8 +61,7 @@ def tidb_json_texts(documents: list[str]) -> list[str]:
 
 @contextmanager
 def _collector_paused():
-    """Python's cyclic garbage collector off while a column's documents are built: they hold no cycles, and
-    the collections their many dicts and lists would trigger cost more than the parse itself."""
+    """Python's cyclic garbage collector off for the block."""
     enabled = gc.isenabled()
     gc.disable()
     try:
