@@ -113,3 +113,43 @@ def test_librdkafka_lines_that_repeat_a_problem_are_dropped(caplog):
     LIBRDKAFKA_LOG.error("FAIL [rdkafka#producer-1] 127.0.0.1:9001: SASL authentication failed")
     assert [r.getMessage().split(": ", 1)[1] for r in caplog.records] == [
         "Connect failed: Connection refused (after 0ms in state CONNECT)", "SASL authentication failed"]
+
+
+def test_a_producer_that_refuses_messages_after_its_transaction_failed_says_why_in_one_error():
+    import numpy as np
+    import pyarrow as pa
+    from confluent_kafka import KafkaError, KafkaException
+
+    from ticdc_sink.kafka_io import KafkaOutput
+    from ticdc_sink.messages import Messages
+
+    class FailedTransaction:
+        """A producer whose transaction failed: its messages timed out, and it refuses new ones."""
+
+        def __init__(self, reports):
+            self.reports = reports
+
+        def produce(self, *args, **kwargs):
+            raise KafkaException(KafkaError(KafkaError._STATE, "Unable to produce message: Local: Erroneous state"))
+
+        def poll(self, timeout):
+            for report in self.reports:
+                report()
+            self.reports = []
+
+    class Timed:
+        def topic(self):
+            return "t"
+
+        def partition(self):
+            return 2
+
+    messages = Messages(["t"], None, np.zeros(1, dtype=np.int32), None, pa.array([b"v"]), np.arange(1))
+    for reports, expected in (([], r"t\[0\] refused a message: Unable to produce message: Local: Erroneous state"),
+                              ([KafkaError(KafkaError._MSG_TIMED_OUT)] * 2,
+                               r"2 message\(s\) were not acknowledged by .*: t\[2\]: Local: Message timed out")):
+        output = KafkaOutput(parse_options(options(closed_port())))
+        output._partition_counts["t"] = 3
+        output._producer = FailedTransaction([lambda e=e: output._on_delivery(e, Timed()) for e in reports])
+        with pytest.raises(DeliveryError, match=expected):
+            output.produce(messages)

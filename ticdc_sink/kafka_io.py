@@ -219,6 +219,8 @@ class KafkaOutput:
                     break
                 except BufferError:
                     self._wait_for_room()
+                except KafkaException as e:  # the producer refuses messages after its transaction failed
+                    self._raise_refused(topic, partition, e)
             if i % _POLL_EVERY == 0:
                 poll(0)  # serve delivery reports now and then, not after every message
         self._pending += len(messages)
@@ -250,6 +252,13 @@ class KafkaOutput:
 
     def _client_error_note(self) -> str:
         return f" (client errors: {'; '.join(self._client_errors)})" if self._client_errors else ""
+
+    def _raise_refused(self, topic: str, partition: int, error: KafkaException) -> None:
+        """Why ``produce`` was refused: the failed deliveries that failed the transaction, when known."""
+        self._producer.poll(0)  # their delivery reports
+        self._raise_if_failed()
+        raise DeliveryError(f"{topic}[{partition}] refused a message: {error.args[0].str()}"
+                            + self._client_error_note()) from None
 
     def _raise_if_failed(self) -> None:
         if self._failed:
