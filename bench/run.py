@@ -264,6 +264,7 @@ def bare_producer(bootstrap_servers: str, protocol: str, path: Path, rows: int, 
         started = time.perf_counter()
         seconds = pool.map(_bare_producer_worker, [(options, path, p, CORES) for p in range(CORES)])
         wall = time.perf_counter() - started
+    _delete_topic(bootstrap_servers, topic_written(options))
     return Result("e2e", f"bare confluent-kafka loop {protocol}, {CORES} processes, pre-encoded", rows,
                   max(seconds), note=f"produce time only (the whole step, encoding included, took {wall:.1f} s)")
 
@@ -273,6 +274,15 @@ def _create_topic(bootstrap_servers: str, topic: str, partitions: int = TOPIC_PA
 
     admin = AdminClient({"bootstrap.servers": bootstrap_servers})  # alive until the future resolves
     admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
+
+
+def _delete_topic(bootstrap_servers: str, topic: str) -> None:
+    """Drop a measured step's topic: the embedded broker keeps messages in memory, and Debezium's (about
+    5 KB each with their schemas) would otherwise fill it over the steps and slow the later ones."""
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap_servers})
+    admin.delete_topics([topic])[topic].result(30)
 
 
 # ---------------------------------------------------------------------------
@@ -344,10 +354,13 @@ def spark_jobs(spark, path: Path, rows: int, bootstrap_servers: str, protocols: 
     df.cache().count()  # the input is read once, so that every job measures its writing
     results = []
 
-    def ticdc(protocol: str, delivery: str):
-        topic = f"bench-{protocol}-{delivery}-{uuid.uuid4().hex[:8]}"
-        return lambda: df.write.format("ticdc").mode("append").options(
-            **sink_options(bootstrap_servers, topic, delivery, protocol, registry)).save()
+    def ticdc(protocol: str, delivery: str) -> Result:
+        options = sink_options(bootstrap_servers, f"bench-{protocol}-{delivery}-{uuid.uuid4().hex[:8]}", delivery,
+                               protocol, registry)
+        result = measured(f"ticdc-sink {protocol}, {delivery}",
+                          lambda: df.write.format("ticdc").mode("append").options(**options).save())
+        _delete_topic(bootstrap_servers, topic_written(options))
+        return result
 
     say("Spark warm-up (every task slot starts its Python worker)")
     df.sample(fraction=0.02, seed=1).write.format("ticdc").mode("append").options(
@@ -362,7 +375,7 @@ def spark_jobs(spark, path: Path, rows: int, bootstrap_servers: str, protocols: 
     for protocol in protocols:
         for delivery in ("at-least-once", "exactly-once"):
             say(f"Spark format('ticdc') {protocol} {delivery}")
-            results.append(measured(f"ticdc-sink {protocol}, {delivery}", ticdc(protocol, delivery)))
+            results.append(ticdc(protocol, delivery))
         say(f"Spark hand-written foreachPartition producer {protocol}")
         topic = f"bench-handwritten-{protocol}-{uuid.uuid4().hex[:8]}"
         _create_topic(bootstrap_servers, topic)
@@ -370,6 +383,7 @@ def spark_jobs(spark, path: Path, rows: int, bootstrap_servers: str, protocols: 
                                       replace(avro, topic=topic) if protocol == "avro" else None)
         results.append(measured(f"hand-written foreachPartition {protocol}, dict per row + "
                                 f"{STANDARD_SERIALIZER[protocol]}", lambda: df.foreachPartition(send)))
+        _delete_topic(bootstrap_servers, topic)
     df.unpersist()
     return results
 
