@@ -316,7 +316,9 @@ _PROCESS_KINDS = ((b"tansu", "broker"), (b"org.apache.spark", "JVM"), (b"pyspark
 
 
 def cpu_seconds() -> dict[str, float]:
-    """CPU seconds used so far by the live processes of each kind (broker, Spark JVM, Python workers)."""
+    """CPU seconds used so far by the live processes of each kind (broker, Spark JVM, Python workers),
+    with their exited children's: a Python worker that exits during a step (pyspark's daemon reaps it)
+    keeps counting in the daemon instead of vanishing from the sum."""
     tick = os.sysconf("SC_CLK_TCK")
     totals: dict[str, float] = {}
     for pid in filter(str.isdigit, os.listdir("/proc")):
@@ -329,7 +331,7 @@ def cpu_seconds() -> dict[str, float]:
             continue
         kind = next((name for marker, name in _PROCESS_KINDS if marker in command), None)
         if kind:
-            totals[kind] = totals.get(kind, 0.0) + (int(fields[11]) + int(fields[12])) / tick
+            totals[kind] = totals.get(kind, 0.0) + sum(map(int, fields[11:15])) / tick  # utime..cstime
     return totals
 
 
