@@ -64,8 +64,20 @@ def decoded(broker, topic: str, expect: int, idle: float = 1.0, protocol: Protoc
         if len(events) >= expect or time.monotonic() > deadline:
             break
         time.sleep(0.5)
-    assert len(events) == expect, f"{len(events)} event(s) in {topic}, expected {expect}"
+    assert len(events) == expect, f"{len(events)} event(s) in {topic}, expected {expect}; " + _views(broker, topic,
+                                                                                                     protocol)
     return events
+
+
+def _views(broker, topic: str, protocol: ProtocolUnderTest) -> str:
+    """Messages per partition as read_committed and read_uncommitted consumers see them: which partition's
+    transaction the broker left unresolved, when a test reads too few."""
+    counts = {}
+    for isolation in ("read_committed", "read_uncommitted"):
+        messages = read_messages(broker.bootstrap_servers, protocol.kafka_topic(topic), idle_seconds=1.0,
+                                 settings={"isolation.level": isolation})
+        counts[isolation] = {p: sum(m.partition() == p for m in messages) for p in {m.partition() for m in messages}}
+    return f"messages per partition: {counts}"
 
 
 def write_batch(spark, rows, options, schema=CHANGES, partitions=2):
