@@ -101,11 +101,14 @@ def decimal_text(values: pa.Array) -> pa.Array:
 # ---------------------------------------------------------------------------
 # Date and time
 
+def null_mask(values: pa.Array) -> np.ndarray | None:
+    """True where an array is null, for ``pa.array(..., mask=)``; None when it has no nulls."""
+    return values.is_null().to_numpy(zero_copy_only=False) if values.null_count else None
+
+
 def _int_parts(values: pa.Array) -> tuple[np.ndarray, np.ndarray | None]:
     """The int64 numbers of an array (nulls as 0) and its null mask."""
-    numbers = pc.fill_null(values.cast(pa.int64()), 0).to_numpy(zero_copy_only=False)
-    mask = values.is_null().to_numpy(zero_copy_only=False) if values.null_count else None
-    return numbers, mask
+    return pc.fill_null(values.cast(pa.int64()), 0).to_numpy(zero_copy_only=False), null_mask(values)
 
 
 def _fraction_text(fraction_us: np.ndarray, fsp: int, mask) -> pa.Array:

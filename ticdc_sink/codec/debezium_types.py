@@ -18,7 +18,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..mysql_types import Column, MySQLType
-from ..render import bit_bytes, enum_names, float_json_numbers, set_names, timestamp_text, value_text
+from ..render import (bit_bytes, enum_names, float_json_numbers, null_mask, set_names, timestamp_text,
+                      value_text)
 from .json_text import base64_fragments, bare_fragments, json_fragments, quote_json
 from .tidb_names import escape_member
 
@@ -83,7 +84,7 @@ def value_fragments(values: pa.Array, column: Column, time_zone: str) -> pa.Arra
     t = column.type
     if t.kind == "bigint" and t.unsigned:  # TiCDC writes the uint64 as an int64: 2^64-1 is -1
         numbers = pc.fill_null(values, 0).to_numpy(zero_copy_only=False).astype(np.uint64).view(np.int64)
-        return bare_fragments(pa.array(numbers, mask=_null_mask(values)).cast(pa.string()))
+        return bare_fragments(pa.array(numbers, mask=null_mask(values)).cast(pa.string()))
     if t.is_integer or t.kind in ("year", "time"):
         return bare_fragments(values.cast(pa.string()))
     if t.kind == "float":
@@ -125,9 +126,10 @@ def decimal_doubles(values: pa.Array) -> pa.Array:
     words = np.frombuffer(values.buffers()[1], dtype=np.int64)[2 * values.offset: 2 * (values.offset + len(values))]
     low, high = words[0::2], words[1::2]
     exact = (high == (low >> 63)) & (low >= -_EXACT_INTEGERS) & (low <= _EXACT_INTEGERS)
-    doubles = pa.array(low.astype(np.float64) / float(10 ** t.scale), mask=_null_mask(values))
-    if values.null_count:
-        exact |= values.is_null().to_numpy(zero_copy_only=False)
+    nulls = null_mask(values)
+    doubles = pa.array(low.astype(np.float64) / float(10 ** t.scale), mask=nulls)
+    if nulls is not None:
+        exact |= nulls
     if exact.all():
         return doubles
     inexact = ~exact
@@ -137,10 +139,6 @@ def decimal_doubles(values: pa.Array) -> pa.Array:
 
 _EXACT_INTEGERS = 2**53
 _EXACT_POWERS_OF_TEN = 22
-
-
-def _null_mask(values: pa.Array) -> np.ndarray | None:
-    return values.is_null().to_numpy(zero_copy_only=False) if values.null_count else None
 
 
 def _two_digit_years(numbers: pa.Array, days: bool) -> pa.Array:
