@@ -498,7 +498,7 @@ def verdict(value: float, target: float) -> str:
 def profile_shares(stats: pstats.Stats) -> str:
     """The encoder's time by concern, from its profile (cumulative seconds of the entry points)."""
     concerns = {
-        "JSON columns as TiDB's JSON text (tidb_json.tidb_json_texts)": "tidb_json_texts",
+        "JSON columns as TiDB's JSON text (tidb_json.tidb_json_column)": "tidb_json_column",
         "input contract and canonical values (ChangeBatchBuilder.build, JSON included)": "build",
         "rendering and assembling messages (Encoder.encode_rows)": "encode_rows",
         "  of which Go-quoted binary strings (json_text.go_quoted_fragments)": "go_quoted_fragments",

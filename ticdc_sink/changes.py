@@ -631,28 +631,18 @@ def _duration(values: pa.Array, fsp: int) -> pa.Array:
 
 def _json(values: pa.Array) -> pa.Array:
     """JSON columns as TiDB's JSON text, from JSON strings or from Spark arrays, maps and structs."""
-    from .tidb_json import tidb_json_text, tidb_json_texts
+    from .tidb_json import InvalidJSON, tidb_json_column, tidb_json_text
 
-    present = values.drop_null().to_pylist()
     if pa.types.is_string(values.type) or pa.types.is_large_string(values.type):
         try:
-            texts = tidb_json_texts(present)
-            if texts is present:  # already TiDB's text
-                return values.cast(pa.string())
-        except ValueError:
-            texts = []
-            for document in present:  # the slow path of an error: find the row and say why
-                try:
-                    tidb_json_texts([document])
-                except ValueError as e:
-                    row = values.to_pylist().index(document)
-                    raise _BadValue(row, document, f"is not valid JSON ({e})") from None
-    else:
-        convert = _json_converter(values.type)
-        try:
-            texts = [tidb_json_text(convert(v)) for v in present]
-        except ValueError as e:
-            raise _BadValue(0, None, f"holds a value JSON cannot ({e})") from None
+            return tidb_json_column(values)
+        except InvalidJSON as e:
+            raise _BadValue(e.row, e.document, f"is not valid JSON ({e.reason})") from None
+    convert = _json_converter(values.type)
+    try:
+        texts = [tidb_json_text(convert(v)) for v in values.drop_null().to_pylist()]
+    except ValueError as e:
+        raise _BadValue(0, None, f"holds a value JSON cannot ({e})") from None
     if not values.null_count:
         return pa.array(texts, pa.string())
     result = pa.array([None] * len(values), pa.string())

@@ -12,7 +12,80 @@ import json
 import re
 from contextlib import contextmanager
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from .render import go_float_text
+
+
+class InvalidJSON(ValueError):
+    """A document of a JSON column that is not one JSON value TiDB can hold."""
+
+    def __init__(self, row: int, document: str, reason: str):
+        super().__init__(reason)
+        self.row, self.document, self.reason = row, document, reason
+
+
+def tidb_json_column(documents: pa.Array) -> pa.Array:
+    """A column of JSON texts as TiDB prints them, nulls kept; raises InvalidJSON naming the first bad row.
+
+    Documents that Arrow's regular expressions prove to be in TiDB's text
+    already (``_plain_in_tidb_text``) are kept without being parsed; the rest
+    are parsed and printed by ``tidb_json_texts``.  When all are, the column
+    comes back as it came in.
+    """
+    documents = documents.cast(pa.string())
+    redo = ~_plain_in_tidb_text(documents) & documents.is_valid().to_numpy(zero_copy_only=False)
+    if not redo.any():
+        return documents
+    rows = np.flatnonzero(redo)
+    present = documents.take(rows).to_pylist()
+    try:
+        texts = tidb_json_texts(present)
+    except ValueError:
+        for row, document in zip(rows.tolist(), present):  # the slow path of an error: find the row
+            try:
+                tidb_json_texts([document])
+            except ValueError as e:
+                raise InvalidJSON(row, document, str(e)) from None
+        raise
+    return pc.replace_with_mask(documents, pa.array(redo), pa.array(texts, pa.string()))
+
+
+# Documents of a few plain shapes can be proved to be in TiDB's text by a regular expression (Arrow's RE2,
+# linear in the text) instead of a parse and a print: a scalar, an array of scalars, or an object whose
+# members are scalars or arrays of scalars; strings without escapes (nor the two characters TiDB escapes
+# raw), integers of at most 18 digits (so within 64 bits; "-0" is TiDB's 0) and no floats (whose text is
+# Go's); TiDB's ", " and ": " separators and nothing else between tokens.  An object's keys must also be
+# in strictly ascending byte order (TiDB sorts them; a key twice is one key).  Any other document is
+# parsed and printed.
+_STRING = r'"[^"\\\x00-\x1f\x{2028}\x{2029}]*"'
+_INTEGER = "(?:0|-?[1-9][0-9]{0,17})"
+_SCALAR = f"(?:{_STRING}|{_INTEGER}|true|false|null)"
+_ARRAY = rf"\[(?:{_SCALAR}(?:, {_SCALAR})*)?\]"
+_MEMBER_VALUE = f"(?:{_SCALAR}|{_ARRAY})"
+_MEMBER = f"{_STRING}: {_MEMBER_VALUE}"
+_PLAIN_DOCUMENT = rf"^(?:{_MEMBER_VALUE}|\{{(?:{_MEMBER}(?:, {_MEMBER})*)?\}})$"
+# In a plain object, '": ' ends every key and nothing else (a plain string holds no quote); a part of the
+# object split there ends with its key after "{" or ", ", except the last part, which ends the object.
+_KEY_AT_END = r'(?:^\{|, )"(?P<key>[^"]*)$'
+
+
+def _plain_in_tidb_text(documents: pa.StringArray) -> np.ndarray:
+    """True where a document is of a plain shape and provably in TiDB's text (false for nulls)."""
+    plain = pc.fill_null(pc.match_substring_regex(documents, _PLAIN_DOCUMENT), False).to_numpy(zero_copy_only=False)
+    objects = np.flatnonzero(plain & pc.fill_null(pc.starts_with(documents, "{"), False).to_numpy(
+        zero_copy_only=False))
+    if len(objects):
+        parts = pc.split_pattern(documents.take(objects), '": ')
+        keys = pc.struct_field(pc.extract_regex(pc.list_flatten(parts), _KEY_AT_END), "key")
+        # Neighbouring keys of one object; a pair across objects holds the null of the first one's last part.
+        descending = pc.fill_null(pc.less_equal(keys[1:], keys[:-1]), False).to_numpy(zero_copy_only=False)
+        if descending.any():
+            owners = pc.list_parent_indices(parts).to_numpy()[np.flatnonzero(descending)]
+            plain[objects[owners]] = False
+    return plain
 
 
 def tidb_json_texts(documents: list[str]) -> list[str]:
