@@ -8,7 +8,9 @@ loopback port.
 
 Tansu is not Kafka. It shows aborted transactional messages to read_committed
 consumers and reports wrong high watermarks, so code that needs either one
-must run against real Kafka.
+must run against real Kafka. It also answers "earliest" (ListOffsets) with the
+batch written first, which under concurrent producers is not always offset 0,
+so readers here start at offset 0.
 """
 
 from __future__ import annotations

@@ -500,20 +500,24 @@ def iter_messages(bootstrap_servers: str, topic: str, idle_seconds: float = 5.0,
     arrived, quiet does not count: reading then stops only after
     ``timeout_seconds`` without a message, so a slow start loses nothing.
     """
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+    from confluent_kafka import Consumer, TopicPartition
 
     consumer = Consumer({
         "bootstrap.servers": bootstrap_servers,
         "group.id": "ticdc-sink-reader",
         "enable.auto.commit": False,
         "isolation.level": "read_committed",
+        "auto.offset.reset": "earliest",
         **(settings or {}),
     })
     try:
         metadata = consumer.list_topics(timeout=30).topics.get(topic)
         if metadata is None or not metadata.partitions:
             return
-        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in sorted(metadata.partitions)])
+        # Offset 0, not OFFSET_BEGINNING: the embedded broker answers "earliest" with the batch written first,
+        # which under concurrent producers is not always the lowest offset, and reading from it skipped
+        # batches.  Where retention has removed offset 0, the reset above starts at the earliest kept one.
+        consumer.assign([TopicPartition(topic, p, 0) for p in sorted(metadata.partitions)])
         count, last = 0, time.monotonic()
         while (time.monotonic() - last < (idle_seconds if count >= expect else timeout_seconds)
                and (max_messages is None or count < max_messages)):
