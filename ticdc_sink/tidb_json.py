@@ -55,8 +55,8 @@ def tidb_json_column(documents: pa.Array) -> pa.Array:
 
 # Documents of a few plain shapes can be proved to be in TiDB's text by a regular expression (Arrow's RE2,
 # linear in the text) instead of a parse and a print: a scalar, an array of scalars, or an object whose
-# members are scalars or arrays of scalars; strings without escapes (nor the two characters TiDB escapes
-# raw), integers of at most 18 digits (so within 64 bits; "-0" is TiDB's 0) and no floats (whose text is
+# members are scalars or arrays of scalars; strings without escapes and without U+2028 and U+2029 (which
+# TiDB escapes), integers of at most 18 digits (so within 64 bits; "-0" is TiDB's 0) and no floats (whose text is
 # Go's); TiDB's ", " and ": " separators and nothing else between tokens.  An object's keys must also be
 # in strictly ascending byte order (TiDB sorts them; a key twice is one key).  Any other document is
 # parsed and printed.
