@@ -702,11 +702,16 @@ def parse_args(argv: list[str] | None):
     parser.add_argument("--protocols", type=protocol_list, default=list(IMPLEMENTED_PROTOCOLS),
                         help=f"comma-separated (default: {','.join(IMPLEMENTED_PROTOCOLS)})")
     parser.add_argument("--encode-only", action="store_true", help="only the encode-only runs: no broker, no Spark")
-    parser.add_argument("--output", type=Path, default=BENCH / "RESULTS.md")
+    parser.add_argument("--output", type=Path,
+                        help="default: bench/RESULTS.md for a complete run, bench/.data/PARTIAL.md for any other")
     parser.add_argument("--data-dir", type=Path, default=BENCH / ".data")
     args = parser.parse_args(argv)
     if args.small:
         args.rows, args.rss_rows = min(args.rows, 20_000), min(args.rss_rows, 20_000)
+    if args.output is None:  # only a complete run replaces the committed results
+        complete = (not args.small and not args.encode_only and args.rows == 1_000_000
+                    and args.rss_rows == 5_000_000 and args.protocols == list(IMPLEMENTED_PROTOCOLS))
+        args.output = BENCH / "RESULTS.md" if complete else args.data_dir / "PARTIAL.md"
     return args
 
 
