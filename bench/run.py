@@ -315,12 +315,10 @@ _PROCESS_KINDS = ((b"tansu", "broker"), (b"org.apache.spark", "JVM"), (b"pyspark
                   (b"multiprocessing", "Python"))
 
 
-def cpu_seconds() -> dict[str, float]:
-    """CPU seconds used so far by the live processes of each kind (broker, Spark JVM, Python workers),
-    with their exited children's: a Python worker that exits during a step (pyspark's daemon reaps it)
-    keeps counting in the daemon instead of vanishing from the sum."""
+def _cpu_by_process() -> dict[tuple[str, str], tuple[str, float]]:
+    """(pid, start time) -> (kind, CPU seconds of its own so far) for the live processes of each kind."""
     tick = os.sysconf("SC_CLK_TCK")
-    totals: dict[str, float] = {}
+    found = {}
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as f:
@@ -331,21 +329,51 @@ def cpu_seconds() -> dict[str, float]:
             continue
         kind = next((name for marker, name in _PROCESS_KINDS if marker in command), None)
         if kind:
-            totals[kind] = totals.get(kind, 0.0) + sum(map(int, fields[11:15])) / tick  # utime..cstime
-    return totals
+            found[(pid, fields[19])] = (kind, (int(fields[11]) + int(fields[12])) / tick)  # utime + stime
+    return found
 
 
-def cpu_note(before: dict[str, float], after: dict[str, float], wall: float) -> str:
-    used = {kind: after.get(kind, 0.0) - before.get(kind, 0.0) for kind in ("Python", "JVM", "broker")}
+class CpuMeter:
+    """CPU seconds per kind of process (broker, Spark JVM, Python workers) used during a block.
+
+    Every process is sampled each half second, so one that exits during the block (pyspark's daemon
+    ends idle workers) counts up to its last sample instead of vanishing from the sum.
+    """
+
+    def __enter__(self) -> CpuMeter:
+        self._first = _cpu_by_process()
+        self._last = dict(self._first)
+        self._stop = threading.Event()
+        self._sampler = threading.Thread(target=self._sample, daemon=True)
+        self._sampler.start()
+        return self
+
+    def _sample(self) -> None:
+        while not self._stop.wait(0.5):
+            self._last.update(_cpu_by_process())
+
+    def __exit__(self, *exc_info) -> None:
+        self._stop.set()
+        self._sampler.join()
+        self._last.update(_cpu_by_process())
+
+    def used(self) -> dict[str, float]:
+        totals = dict.fromkeys(("Python", "JVM", "broker"), 0.0)
+        for process, (kind, seconds) in self._last.items():
+            totals[kind] += seconds - self._first.get(process, (kind, 0.0))[1]
+        return totals
+
+
+def cpu_note(used: dict[str, float], wall: float) -> str:
     total = sum(used.values())
     return (f"CPU s: Python {used['Python']:.1f}, JVM {used['JVM']:.1f}, broker {used['broker']:.1f} "
             f"= {total / wall / CORES * 100:.0f}% of {CORES} cores")
 
 
 def timed_with_cpu(action) -> tuple[float, str]:
-    before = cpu_seconds()
-    seconds = timed(action)
-    return seconds, cpu_note(before, cpu_seconds(), seconds)
+    with CpuMeter() as meter:
+        seconds = timed(action)
+    return seconds, cpu_note(meter.used(), seconds)
 
 
 def spark_jobs(spark, path: Path, rows: int, bootstrap_servers: str, protocols: list[str],
