@@ -238,6 +238,28 @@ def test_abort_fences_a_failed_partition_of_a_batch_write(broker, topic):
         zombie.close()
 
 
+def test_a_fenced_attempt_whose_messages_the_broker_refuses_says_it_was_taken_over(broker, topic):
+    """The broker refuses the produce requests of a fenced producer (its partition already in the
+    transaction): that is the same takeover as a fenced commit, and it says so (not 'messages were not
+    acknowledged')."""
+    plan = WritePlan.for_schema(parse_options(options(broker.bootstrap_servers, topic)), SCHEMA,
+                                job_id=uuid.uuid4().hex)
+    failed = TaskIdentity.for_job(plan.config, plan.job_id, 0)
+    zombie = TransactionalOutput(plan.config, failed.transactional_id, failed.marker_group)
+    zombie.start()
+    zombie.begin()
+    zombie.produce(Messages.one(topic, 0, None, b"sent before the takeover"))
+    zombie.flush()
+    try:
+        plan.abort([None])  # the newer attempt fences the zombie
+        with pytest.raises(DeliveryError, match="taken over by a newer attempt") as error:
+            zombie.produce(Messages.one(topic, 0, None, b"sent after the takeover"))
+            zombie.flush()
+        assert "not acknowledged" not in str(error.value)
+    finally:
+        zombie.close()
+
+
 def test_a_new_attempt_fences_the_old_one(broker, topic):
     config = parse_options(options(broker.bootstrap_servers, topic))
     task = TaskIdentity.for_query(config, str(uuid.uuid4()), 0, 0)

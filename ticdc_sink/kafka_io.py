@@ -28,6 +28,8 @@ _POLL_EVERY = 1000
 # librdkafka logs a failing connection again on every retry; one line per problem is enough.
 _REPEAT_AFTER_SECONDS = 300
 # The wait for delivery reports beyond message.timeout.ms, by which librdkafka has failed every message.
+# What librdkafka and the broker say when a newer producer took over a transactional.id.
+_FENCED = (KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH)
 _FLUSH_MARGIN_SECONDS = 5
 
 
@@ -119,6 +121,7 @@ class KafkaOutput:
         self._partition_counts: dict[str, int] = {}
         self._failures: list[str] = []  # the first few failed deliveries, for the error
         self._failed = 0
+        self._fenced = False  # a delivery failed because a newer producer took over the transactional.id
         self._client_errors: list[str] = []
         self._pending = 0
         self.delivered = 0
@@ -235,6 +238,7 @@ class KafkaOutput:
         self._pending -= 1
         if error is not None:
             self._failed += 1
+            self._fenced = self._fenced or error.code() in _FENCED
             if len(self._failures) < 5:
                 self._failures.append(f"{message.topic()}[{message.partition()}]: {error.str()}")
         else:
@@ -256,6 +260,7 @@ class KafkaOutput:
     def _raise_refused(self, topic: str, partition: int, error: KafkaException) -> None:
         """Why ``produce`` was refused: the failed deliveries that failed the transaction, when known."""
         self._producer.poll(0)  # their delivery reports
+        self._fenced = self._fenced or error.args[0].code() in _FENCED
         self._raise_if_failed()
         raise DeliveryError(f"{topic}[{partition}] refused a message: {error.args[0].str()}"
                             + self._client_error_note()) from None
@@ -465,17 +470,23 @@ class TransactionalOutput(KafkaOutput):
     def _timeout(self) -> float:
         return self.config.broker_timeout_ms / 1000
 
+    def _raise_if_failed(self) -> None:
+        if self._fenced:  # however the broker said it (a produce or a transaction call), it is one story
+            self._raise_taken_over("produce", "; ".join(self._failures))
+        super()._raise_if_failed()
+
+    def _raise_taken_over(self, what: str, detail: str) -> None:
+        self.check_deadline()  # a timed-out transaction also shows up as fenced
+        raise DeliveryError(f"{what}: transactional.id {self.transactional_id!r} was taken over by a newer "
+                            f"attempt of this task, so this attempt stops without committing ({detail})")
+
     def _transaction_call(self, what: str, call, *args) -> None:
         try:
             call(*args)
         except KafkaException as e:
             error = e.args[0]
-            if error.code() in (KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH):
-                self.check_deadline()  # a timed-out transaction also shows up as fenced
-                raise DeliveryError(
-                    f"{what}: transactional.id {self.transactional_id!r} was taken over by a newer attempt "
-                    f"of this task, so this attempt stops without committing ({error.str()})"
-                ) from None
+            if error.code() in _FENCED:
+                self._raise_taken_over(what, error.str())
             raise DeliveryError(f"{what} failed on {self.config.bootstrap_servers} for transactional.id "
                                 f"{self.transactional_id!r}: {error.str()}{self._client_error_note()}") from None
 
