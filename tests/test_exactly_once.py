@@ -222,13 +222,19 @@ def test_watermarks_never_go_backwards(broker, topic, delivery):
     assert set(watermarks(broker.bootstrap_servers, topic, 14)) == {BASE_TS + 59}
 
 
-def test_abort_fences_a_failed_partition_of_a_batch_write(broker, topic):
+def a_batch_write_with_an_open_zombie(broker, topic) -> tuple[WritePlan, TransactionalOutput]:
+    """A batch write's plan, and the transaction of its task 0 left open by a killed attempt."""
     plan = WritePlan.for_schema(parse_options(options(broker.bootstrap_servers, topic)), SCHEMA,
                                 job_id=uuid.uuid4().hex)
     failed = TaskIdentity.for_job(plan.config, plan.job_id, 0)
     zombie = TransactionalOutput(plan.config, failed.transactional_id, failed.marker_group)
     zombie.start()
     zombie.begin()
+    return plan, zombie
+
+
+def test_abort_fences_a_failed_partition_of_a_batch_write(broker, topic):
+    plan, zombie = a_batch_write_with_an_open_zombie(broker, topic)
     zombie.produce(Messages.one(topic, 0, None, b"left open by a killed task"))
     try:
         plan.abort([None])  # no task succeeded: the names come from the job
@@ -242,12 +248,7 @@ def test_a_fenced_attempt_whose_messages_the_broker_refuses_says_it_was_taken_ov
     """The broker refuses the produce requests of a fenced producer (its partition already in the
     transaction): that is the same takeover as a fenced commit, and it says so (not 'messages were not
     acknowledged')."""
-    plan = WritePlan.for_schema(parse_options(options(broker.bootstrap_servers, topic)), SCHEMA,
-                                job_id=uuid.uuid4().hex)
-    failed = TaskIdentity.for_job(plan.config, plan.job_id, 0)
-    zombie = TransactionalOutput(plan.config, failed.transactional_id, failed.marker_group)
-    zombie.start()
-    zombie.begin()
+    plan, zombie = a_batch_write_with_an_open_zombie(broker, topic)
     zombie.produce(Messages.one(topic, 0, None, b"sent before the takeover"))
     zombie.flush()
     try:
