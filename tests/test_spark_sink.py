@@ -70,8 +70,9 @@ def decoded(broker, topic: str, expect: int, idle: float = 1.0, protocol: Protoc
 
 
 def _views(broker, topic: str, protocol: ProtocolUnderTest) -> str:
-    """Messages per partition as read_committed and read_uncommitted consumers see them: which partition's
-    transaction the broker left unresolved, when a test reads too few."""
+    """Messages per partition as read_committed and read_uncommitted consumers see them, when a test reads
+    too few: an open transaction hides messages from the first view only, a reader that skipped them from
+    both."""
     counts = {}
     for isolation in ("read_committed", "read_uncommitted"):
         messages = read_messages(broker.bootstrap_servers, protocol.kafka_topic(topic), idle_seconds=1.0,

@@ -28,9 +28,9 @@ _POLL_EVERY = 1000
 # librdkafka logs a failing connection again on every retry; one line per problem is enough.
 _REPEAT_AFTER_SECONDS = 300
 # The wait for delivery reports beyond message.timeout.ms, by which librdkafka has failed every message.
+_FLUSH_MARGIN_SECONDS = 5
 # What librdkafka and the broker say when a newer producer took over a transactional.id.
 _FENCED = (KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH)
-_FLUSH_MARGIN_SECONDS = 5
 
 
 class _OncePerProblem(logging.Filter):
@@ -121,7 +121,7 @@ class KafkaOutput:
         self._partition_counts: dict[str, int] = {}
         self._failures: list[str] = []  # the first few failed deliveries, for the error
         self._failed = 0
-        self._fenced = False  # a delivery failed because a newer producer took over the transactional.id
+        self._fenced_by: str | None = None  # why, when a newer producer took over the transactional.id
         self._client_errors: list[str] = []
         self._pending = 0
         self.delivered = 0
@@ -238,7 +238,7 @@ class KafkaOutput:
         self._pending -= 1
         if error is not None:
             self._failed += 1
-            self._fenced = self._fenced or error.code() in _FENCED
+            self._note_fenced(error)
             if len(self._failures) < 5:
                 self._failures.append(f"{message.topic()}[{message.partition()}]: {error.str()}")
         else:
@@ -260,10 +260,14 @@ class KafkaOutput:
     def _raise_refused(self, topic: str, partition: int, error: KafkaException) -> None:
         """Why ``produce`` was refused: the failed deliveries that failed the transaction, when known."""
         self._producer.poll(0)  # their delivery reports
-        self._fenced = self._fenced or error.args[0].code() in _FENCED
+        self._note_fenced(error.args[0])
         self._raise_if_failed()
         raise DeliveryError(f"{topic}[{partition}] refused a message: {error.args[0].str()}"
                             + self._client_error_note()) from None
+
+    def _note_fenced(self, error: KafkaError) -> None:
+        if self._fenced_by is None and error.code() in _FENCED:
+            self._fenced_by = error.str()
 
     def _raise_if_failed(self) -> None:
         if self._failed:
@@ -471,8 +475,8 @@ class TransactionalOutput(KafkaOutput):
         return self.config.broker_timeout_ms / 1000
 
     def _raise_if_failed(self) -> None:
-        if self._fenced:  # however the broker said it (a produce or a transaction call), it is one story
-            self._raise_taken_over("produce", "; ".join(self._failures))
+        if self._fenced_by is not None:  # a refused produce is the same takeover as a fenced transaction call
+            self._raise_taken_over("produce", self._fenced_by)
         super()._raise_if_failed()
 
     def _raise_taken_over(self, what: str, detail: str) -> None:

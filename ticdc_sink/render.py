@@ -98,13 +98,13 @@ def decimal_text(values: pa.Array) -> pa.Array:
     return text
 
 
-# ---------------------------------------------------------------------------
-# Date and time
-
 def null_mask(values: pa.Array) -> np.ndarray | None:
     """True where an array is null, for ``pa.array(..., mask=)``; None when it has no nulls."""
     return values.is_null().to_numpy(zero_copy_only=False) if values.null_count else None
 
+
+# ---------------------------------------------------------------------------
+# Date and time
 
 def _int_parts(values: pa.Array) -> tuple[np.ndarray, np.ndarray | None]:
     """The int64 numbers of an array (nulls as 0) and its null mask."""
