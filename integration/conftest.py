@@ -41,8 +41,8 @@ REGISTRY_IMAGE = "confluentinc/cp-schema-registry:7.6.1"
 
 
 @dataclass(frozen=True)
-class RealKafka:
-    bootstrap_servers: str
+class RealKafka(_unit.BrokerUnderTest):
+    isolation: str = "read_committed"  # what TiCDC's consumers read, and real Kafka keeps it
     network: object = None  # the Docker network of a Kafka container, which a registry container joins
 
 
@@ -79,7 +79,7 @@ def broker():
 
     with Network() as network, \
             KafkaContainer(KAFKA_IMAGE).with_kraft().with_network(network).with_network_aliases("kafka") as kafka:
-        yield RealKafka(kafka.get_bootstrap_server(), network)
+        yield RealKafka(kafka.get_bootstrap_server(), network=network)
 
 
 @pytest.fixture(scope="session")

@@ -12,25 +12,38 @@ import pytest
 
 
 @dataclass(frozen=True)
-class ExternalBroker:
+class BrokerUnderTest:
+    """The session's broker, and the view of its topics the tests read back."""
+
     bootstrap_servers: str
+    isolation: str  # the readers' isolation.level
+
+    def read(self, topic: str, **options) -> list:
+        """Every message of ``topic``, in partition and offset order (``kafka_io.read_messages``'s options)."""
+        from ticdc_sink.kafka_io import read_messages
+
+        return read_messages(self.bootstrap_servers, topic, settings={"isolation.level": self.isolation}, **options)
 
 
 @pytest.fixture(scope="session")
 def broker():
     """A real Kafka-compatible broker for the whole session.
 
-    The embedded one (Tansu) on a free loopback port, or the cluster named by
-    ``TICDC_SINK_TEST_BOOTSTRAP_SERVERS``.
+    The cluster named by ``TICDC_SINK_TEST_BOOTSTRAP_SERVERS``, read as TiCDC's
+    consumers read it (read_committed); or the embedded one (Tansu) on a free
+    loopback port, read uncommitted: its read_committed view shows aborted
+    transactions anyway, and stops for good at a partition where two
+    transactions ended at the same moment (README, Known limits), so it would
+    only add waits and flakes, not checks.
     """
     external = os.environ.get("TICDC_SINK_TEST_BOOTSTRAP_SERVERS")
     if external:
-        yield ExternalBroker(external)
+        yield BrokerUnderTest(external, "read_committed")
         return
     from ticdc_sink.broker import EmbeddedBroker
 
     with EmbeddedBroker() as running:
-        yield running
+        yield BrokerUnderTest(running.bootstrap_servers, "read_uncommitted")
 
 
 @pytest.fixture(scope="session")
@@ -66,7 +79,8 @@ def hides_aborted_transactions(broker) -> bool:
     producer.produce(probe_topic, b"aborted")
     producer.flush(30)
     producer.abort_transaction(30)
-    return not read_messages(broker.bootstrap_servers, probe_topic, idle_seconds=2)
+    return not read_messages(broker.bootstrap_servers, probe_topic, idle_seconds=2,
+                             settings={"isolation.level": "read_committed"})
 
 
 _topic_numbers = itertools.count()

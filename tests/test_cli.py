@@ -142,6 +142,27 @@ def test_tail_decodes_with_member_names(broker, topic):
     assert "1 message(s) decoded" in result.stdout
 
 
+def test_tail_shows_an_open_transactions_messages_only_when_asked_to_read_uncommitted(broker, topic):
+    create_topic(broker.bootstrap_servers, topic)
+    message = {"id": 0, "database": "shop", "table": "orders", "pkNames": ["id"], "isDdl": False,
+               "type": "INSERT", "es": NEW_YEAR_MS, "ts": NEW_YEAR_MS, "sql": "", "sqlType": {"id": 4},
+               "mysqlType": {"id": "int"}, "old": None, "data": [{"id": "1"}]}
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "transactional.id": topic})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.produce(topic, json.dumps(message).encode())
+    assert producer.flush(30) == 0
+    try:
+        tail = ["tail", "--bootstrap-servers", broker.bootstrap_servers, "--topic", topic,
+                "--protocol", "canal-json", "--idle-seconds", "1"]
+        committed, uncommitted = run_cli(*tail), run_cli(*tail, "--read-uncommitted")
+    finally:
+        producer.abort_transaction(30)
+    assert committed.returncode == 0 and uncommitted.returncode == 0, committed.stderr + uncommitted.stderr
+    assert "0 message(s) decoded" in committed.stdout and "INSERT" not in committed.stdout
+    assert "INSERT shop.orders {id=1}" in uncommitted.stdout and "1 message(s) decoded" in uncommitted.stdout
+
+
 def test_tail_of_avro_needs_the_registry_in_one_line():
     result = run_cli("tail", "--bootstrap-servers", f"127.0.0.1:{closed_port()}", "--topic", "t",
                      "--protocol", "avro")

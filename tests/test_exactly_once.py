@@ -28,7 +28,7 @@ from ticdc_sink.codec import IMPLEMENTED_PROTOCOLS, decoder_for
 from ticdc_sink.codec.base import RowEvent, WatermarkEvent
 from ticdc_sink.config import parse_options
 from ticdc_sink.errors import DeliveryError, TaskTimeoutError
-from ticdc_sink.kafka_io import TransactionalOutput, read_messages
+from ticdc_sink.kafka_io import TransactionalOutput
 from ticdc_sink.messages import Messages
 from ticdc_sink.writer import TaskIdentity, TaskReport, WritePlan, arrow_schema_of
 
@@ -66,16 +66,16 @@ def record_batches(ids, size: int = 50) -> list[pa.RecordBatch]:
             for i in range(0, len(data), size)]
 
 
-def events_of(bootstrap: str, topic: str, protocol: ProtocolUnderTest, expect: int = 1) -> list:
-    """The events a read_committed consumer sees, once at least ``expect`` messages arrived and 2 s passed."""
+def events_of(broker, topic: str, protocol: ProtocolUnderTest, expect: int = 1) -> list:
+    """The events the tests' reader sees, once at least ``expect`` messages arrived and 2 s passed."""
     decoder = protocol.decoder()
-    return [e for m in read_messages(bootstrap, protocol.kafka_topic(topic), idle_seconds=2, expect=expect)
+    return [e for m in broker.read(protocol.kafka_topic(topic), idle_seconds=2, expect=expect)
             for e in decoder.decode(m.key(), m.value())]
 
 
-def row_ids(bootstrap: str, topic: str, expect: int, protocol: ProtocolUnderTest = CANAL) -> list[int]:
-    """Ids of the row events a read_committed consumer sees, once at least ``expect`` messages arrived."""
-    return [e.columns["id"] for e in events_of(bootstrap, topic, protocol, expect) if isinstance(e, RowEvent)]
+def row_ids(broker, topic: str, expect: int, protocol: ProtocolUnderTest = CANAL) -> list[int]:
+    """Ids of the row events the tests' reader sees, once at least ``expect`` messages arrived."""
+    return [e.columns["id"] for e in events_of(broker, topic, protocol, expect) if isinstance(e, RowEvent)]
 
 
 def committed_marker(bootstrap: str, group: str, partition: int = 0,
@@ -87,8 +87,8 @@ def committed_marker(bootstrap: str, group: str, partition: int = 0,
         consumer.close()
 
 
-def watermarks(bootstrap: str, topic: str, expect: int, protocol: ProtocolUnderTest = CANAL) -> list[int]:
-    return [e.ts for e in events_of(bootstrap, topic, protocol, expect) if isinstance(e, WatermarkEvent)]
+def watermarks(broker, topic: str, expect: int, protocol: ProtocolUnderTest = CANAL) -> list[int]:
+    return [e.ts for e in events_of(broker, topic, protocol, expect) if isinstance(e, WatermarkEvent)]
 
 
 def plan_for(broker, topic, protocol: ProtocolUnderTest = CANAL, **extra) -> WritePlan:
@@ -123,7 +123,7 @@ def test_a_replay_of_a_partition_committed_whole_is_discarded_and_the_next_batch
 
     plan.write(record_batches(range(101, 111)), a_query(plan, 6, query_id=query))
     assert committed_marker(broker.bootstrap_servers, group) == 7
-    ids = row_ids(broker.bootstrap_servers, topic, 1, under_test)
+    ids = row_ids(broker, topic, 1, under_test)
     assert set(ids) == set(range(1, 111))
     if not hides_aborted_transactions:
         pytest.skip("no loss checked; that the replay's copy stays hidden is not: " + ABORT_ISOLATION_GAP)
@@ -142,7 +142,7 @@ def test_a_retry_after_an_attempt_whose_input_was_cut_short_commits_every_row(br
         assert (retry.rows, retry.messages > 0, retry.replayed, retry.repeated_rows) == (100, True, False, 60)
         plan.commit([retry])
     assert committed_marker(broker.bootstrap_servers, task.marker_group, partition=2) == 100
-    counts = collections.Counter(row_ids(broker.bootstrap_servers, topic, 1, under_test))
+    counts = collections.Counter(row_ids(broker, topic, 1, under_test))
     assert set(counts) == set(range(1, 101))  # no loss
     assert sorted(i for i, n in counts.items() if n == 2) == list(range(1, 61))  # only the cut-short rows repeat
     driver_warning = [r.getMessage() for r in caplog.records if "micro-batch 0" in r.getMessage()]
@@ -162,7 +162,7 @@ def test_a_batch_older_than_the_partitions_last_commit_sends_nothing(broker, top
     plan.write(record_batches(range(1, 11)), a_query(plan, 4, query_id=query))
     older = plan.write(record_batches(range(1, 6)), a_query(plan, 3, query_id=query))
     assert (older.rows, older.messages, older.replayed) == (5, 0, True)
-    assert sorted(row_ids(broker.bootstrap_servers, topic, 1, under_test)) == list(range(1, 11))
+    assert sorted(row_ids(broker, topic, 1, under_test)) == list(range(1, 11))
 
 
 def test_a_marker_topic_with_too_few_partitions_grows_or_is_named_in_the_error(broker, topic):
@@ -195,7 +195,7 @@ def test_a_new_query_with_the_same_prefix_does_not_read_the_old_markers(broker, 
     plan = plan_for(broker, topic, **{"transactional-id-prefix": f"orders-{uuid.uuid4().hex[:8]}"})
     plan.write(record_batches(range(1, 11)), a_query(plan, 0, query_id=str(uuid.uuid4())))
     second = plan.write(record_batches(range(11, 21)), a_query(plan, 0, query_id=str(uuid.uuid4())))
-    assert not second.replayed and sorted(row_ids(broker.bootstrap_servers, topic, 20)) == list(range(1, 21))
+    assert not second.replayed and sorted(row_ids(broker, topic, 20)) == list(range(1, 21))
 
 
 def test_the_driver_sends_a_batchs_control_events_once(broker, topic, under_test):
@@ -204,7 +204,7 @@ def test_the_driver_sends_a_batchs_control_events_once(broker, topic, under_test
     report = plan.write(record_batches(range(1, 11)), a_query(plan, 3, query_id=query))
     assert plan.commit([report]) == BASE_TS + 10
     plan.commit([report])  # the driver crashed after sending: the replay sends nothing
-    marks = watermarks(broker.bootstrap_servers, topic, 1, under_test)
+    marks = watermarks(broker, topic, 1, under_test)
     written = report.topics[under_test.kafka_topic(topic)]
     assert marks == ([BASE_TS + 10] * written if under_test.carries.watermarks else [])
 
@@ -219,7 +219,7 @@ def test_watermarks_never_go_backwards(broker, topic, delivery):
     # pyspark makes a new writer for every commit: nothing is remembered in memory.
     assert plan_for(broker, topic, delivery=delivery).commit([high]) == BASE_TS + 59
     assert plan_for(broker, topic, delivery=delivery).commit([low]) == BASE_TS + 59
-    assert set(watermarks(broker.bootstrap_servers, topic, 14)) == {BASE_TS + 59}
+    assert set(watermarks(broker, topic, 14)) == {BASE_TS + 59}
 
 
 def a_batch_write_with_an_open_zombie(broker, topic) -> tuple[WritePlan, TransactionalOutput]:
@@ -331,7 +331,7 @@ def test_a_task_failing_after_it_sent_rows_aborts_and_its_retry_loses_nothing(br
     assert calls == ["begin_transaction", "abort_transaction"], calls  # never committed, no marker sent
     retry = plan.write(record_batches(range(1, 201)), task)
     assert not retry.replayed and retry.messages == 200
-    ids = row_ids(broker.bootstrap_servers, topic, 200)
+    ids = row_ids(broker, topic, 200)
     assert set(ids) == set(range(1, 201))
     if not hides_aborted_transactions:
         pytest.skip("abort called and no loss checked; the read_committed view is not: " + ABORT_ISOLATION_GAP)
@@ -342,7 +342,7 @@ def test_at_least_once_needs_no_transactions(broker, topic, under_test):
     plan = plan_for(broker, topic, under_test, delivery="at-least-once")
     report = plan.write(record_batches(range(1, 21)))  # no task identity needed: no transactional.id
     assert report.identity is None and report.rows == 20
-    assert sorted(row_ids(broker.bootstrap_servers, topic, 1, under_test)) == list(range(1, 21))
+    assert sorted(row_ids(broker, topic, 1, under_test)) == list(range(1, 21))
 
 
 # -- Spark, with faults
@@ -401,13 +401,13 @@ def test_restart_after_a_micro_batch_failed_between_partitions(spark, broker, to
     first = run_stream(spark, tmp_path / "feed", tmp_path / "chk", sink,
                        keep=fault(str(flag), partition=1, delay=4.0))
     assert first.exception() is not None and "injected failure" in str(first.exception())
-    before_restart = row_ids(broker.bootstrap_servers, topic, 1)
+    before_restart = row_ids(broker, topic, 1)
     assert 0 < len(before_restart) < 40  # partition 0 of batch 0 is in Kafka, partition 1 is not
 
     flag.unlink()
     second = run_stream(spark, tmp_path / "feed", tmp_path / "chk", sink)
     assert second.exception() is None
-    ids = row_ids(broker.bootstrap_servers, topic, 60)
+    ids = row_ids(broker, topic, 60)
     assert set(ids) == set(range(1, 61))
     if delivery == "at-least-once":
         assert len(ids) >= 60
@@ -438,7 +438,7 @@ def test_a_task_retried_inside_a_batch(spark, broker, topic, tmp_path, delivery)
             **options(broker.bootstrap_servers, topic, delivery=delivery)).save()
     finally:
         spark.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")
-    ids = row_ids(broker.bootstrap_servers, topic, 2000)
+    ids = row_ids(broker, topic, 2000)
     assert set(ids) == set(range(1, 2001))  # no loss
     counts = collections.Counter(ids)
     repeated = sorted(i for i, n in counts.items() if n > 1)
@@ -472,7 +472,7 @@ def test_broker_gone_in_the_middle_of_a_batch(spark, broker, topic, tmp_path, de
             assert second.exception() is None
         finally:
             spark.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")
-    ids = row_ids(broker.bootstrap_servers, topic, 500)
+    ids = row_ids(broker, topic, 500)
     assert set(ids) == set(range(1, 501))  # no row lost
     if delivery == "exactly-once":
         if not hides_aborted_transactions:
@@ -503,7 +503,7 @@ def test_batch_writes_with_one_transactional_prefix_are_separate_jobs(spark, bro
     sink = options(broker.bootstrap_servers, topic, **{"transactional-id-prefix": f"orders-{uuid.uuid4().hex[:8]}"})
     for ids in (range(1, 11), range(11, 21)):
         spark.createDataFrame(rows(ids), SCHEMA).write.format("ticdc").mode("append").options(**sink).save()
-    assert sorted(row_ids(broker.bootstrap_servers, topic, 20)) == list(range(1, 21))
+    assert sorted(row_ids(broker, topic, 20)) == list(range(1, 21))
 
 
 def test_batch_writes_inside_foreach_batch_are_jobs_of_their_own(spark, broker, topic, tmp_path):
@@ -520,8 +520,8 @@ def test_batch_writes_inside_foreach_batch_are_jobs_of_their_own(spark, broker, 
         .option("checkpointLocation", str(tmp_path / "chk")).trigger(availableNow=True).start()
     query.awaitTermination(180)
     assert query.exception() is None
-    assert sorted(row_ids(broker.bootstrap_servers, topic, 20)) == list(range(1, 21))
-    assert max(watermarks(broker.bootstrap_servers, topic, 20)) == BASE_TS + 20
+    assert sorted(row_ids(broker, topic, 20)) == list(range(1, 21))
+    assert max(watermarks(broker, topic, 20)) == BASE_TS + 20
 
 
 CHAIN = T.StructType([T.StructField("_op", T.StringType()), T.StructField("_commit_ts", T.LongType()),
@@ -553,7 +553,7 @@ def test_each_keys_chain_in_topic_order_across_arrow_batches_micro_batches_and_r
     assert query.exception() is None
     decoder = decoder_for("canal-json")
     chains: dict[int, list[int]] = {}
-    for message in read_messages(broker.bootstrap_servers, topic, idle_seconds=2, expect=4 * keys):
+    for message in broker.read(topic, idle_seconds=2, expect=4 * keys):
         for event in decoder.decode(message.key(), message.value()):
             if isinstance(event, RowEvent):
                 chains.setdefault(event.columns["id"], []).append(event.columns["v"])

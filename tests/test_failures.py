@@ -64,8 +64,6 @@ USER_SESSION = textwrap.dedent("""
 def test_a_users_own_session_finds_the_source_by_name_and_fails_fast_on_a_dead_broker(broker, topic, tmp_path):
     import json
 
-    from ticdc_sink.kafka_io import read_messages
-
     dead = closed_port()
     script = tmp_path / "session.py"
     script.write_text(USER_SESSION)
@@ -76,8 +74,8 @@ def test_a_users_own_session_finds_the_source_by_name_and_fails_fast_on_a_dead_b
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(done.stdout.strip().splitlines()[-1])
     # Found by name (no register call, the repository is not the working directory): both rows arrived.
-    values = sorted(json.loads(m.value())["data"][0]["id"] for m in read_messages(
-        broker.bootstrap_servers, topic, max_messages=2, idle_seconds=30))
+    values = sorted(json.loads(m.value())["data"][0]["id"] for m in broker.read(
+        topic, max_messages=2, idle_seconds=30))
     assert values == ["1", "2"]
     # The dead broker: one error naming it, before any task, within the timeout plus Spark's overhead.
     assert f"cannot reach the Kafka brokers {dead} within broker-timeout-ms=3000" in result["error"]

@@ -14,7 +14,6 @@ from ticdc_sink.codec import decoder_for
 from ticdc_sink.codec.base import RowEvent
 from ticdc_sink.config import parse_options
 from ticdc_sink.errors import ConfigError
-from ticdc_sink.kafka_io import read_messages
 from ticdc_sink.ordering import OrderError, Span, check_order, reorderings
 
 SCHEMA = T.StructType([
@@ -44,7 +43,7 @@ def options(broker, topic, **extra) -> dict:
 def chains_in_topic_order(broker, topic, expected: int) -> dict[int, list[int]]:
     """Per key, the ``v`` of its row events in the order a consumer of their partition reads them."""
     decoder = decoder_for("canal-json")
-    messages = read_messages(broker.bootstrap_servers, topic, max_messages=expected, idle_seconds=60)
+    messages = broker.read(topic, max_messages=expected, idle_seconds=60)
     assert len(messages) == expected
     found: dict[int, list[int]] = {}
     for message in messages:  # partition, then offset order

@@ -58,8 +58,7 @@ def decoded(broker, topic: str, expect: int, idle: float = 1.0, protocol: Protoc
     decoder = protocol.decoder()
     deadline = time.monotonic() + 60
     while True:
-        messages = read_messages(broker.bootstrap_servers, protocol.kafka_topic(topic), idle_seconds=idle,
-                                 expect=min(expect, 1))
+        messages = broker.read(protocol.kafka_topic(topic), idle_seconds=idle, expect=min(expect, 1))
         events = [(m.partition(), e) for m in messages for e in decoder.decode(m.key(), m.value())]
         if len(events) >= expect or time.monotonic() > deadline:
             break
@@ -192,7 +191,7 @@ def test_insert_with_options_into_a_view_are_not_seen_by_the_sink(spark, broker,
     spark.sql(f"INSERT INTO ticdc_with WITH ('topic'='{topic}-with', 'table'='other') SELECT 1 AS id, 'a' AS name")
     [(_, event)] = decoded(broker, topic, expect=1)
     assert event.table == "orders"  # the view's options, not the statement's
-    assert not read_messages(broker.bootstrap_servers, f"{topic}-with", idle_seconds=1)
+    assert not broker.read(f"{topic}-with", idle_seconds=1)
 
 
 def test_sql_create_table_without_options_explains_how_to_pass_them(spark):

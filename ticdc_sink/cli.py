@@ -172,7 +172,8 @@ def protocol_decoder(protocol: str, schema_registry: str | None) -> Decoder:
 
 
 def run_tail(bootstrap_servers: str, topic: str, protocol: str, idle_seconds: float, max_messages: int | None,
-             timeout_seconds: float, column_types: str | None, schema_registry: str | None = None) -> int:
+             timeout_seconds: float, column_types: str | None, schema_registry: str | None = None,
+             read_uncommitted: bool = False) -> int:
     try:
         enum_set_columns = enum_set_types(column_types or "")
     except TypeSyntaxError as e:
@@ -180,8 +181,9 @@ def run_tail(bootstrap_servers: str, topic: str, protocol: str, idle_seconds: fl
     decoder = protocol_decoder(protocol, schema_registry)
     errors = ClientErrors()
     check_topic(bootstrap_servers, topic, timeout_seconds, errors)
+    isolation = "read_uncommitted" if read_uncommitted else "read_committed"
     messages = iter_messages(bootstrap_servers, topic, idle_seconds=idle_seconds, max_messages=max_messages,
-                             settings=errors.settings)
+                             settings={**errors.settings, "isolation.level": isolation})
     try:
         count = print_events(messages, decoder, enum_set_columns)
     except (DeliveryError, KafkaException) as e:
@@ -470,6 +472,9 @@ def build_parser() -> argparse.ArgumentParser:
     tail.add_argument("--schema-registry", metavar="URL", help="avro: the registry the schemas are in")
     tail.add_argument("--column-types", help="the sink's column-types option, to show ENUM and SET members "
                                              "next to their numbers, e.g. \"status ENUM('new','paid')\"")
+    tail.add_argument("--read-uncommitted", action="store_true",
+                      help="also show messages of transactions not committed (yet): those an open or hanging "
+                           "transaction holds back, or that the embedded broker's read_committed view stopped at")
 
     broker_help = ("run the embedded Kafka-compatible broker (Tansu, data in memory) until Ctrl-C or SIGTERM; "
                    "its address is the first line of output")
@@ -488,7 +493,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "broker":
             return run_broker()
         return run_tail(args.bootstrap_servers, args.topic, args.protocol, args.idle_seconds, args.max_messages,
-                        args.timeout_seconds, args.column_types, args.schema_registry)
+                        args.timeout_seconds, args.column_types, args.schema_registry, args.read_uncommitted)
     except (CommandError, BrokerError, TiCDCSinkError) as e:
         complain(str(e))
         return 1
