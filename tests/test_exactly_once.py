@@ -261,6 +261,21 @@ def test_a_fenced_attempt_whose_messages_the_broker_refuses_says_it_was_taken_ov
         zombie.close()
 
 
+def test_a_fenced_attempt_whose_first_message_comes_after_the_takeover_says_so_in_one_line(broker, topic):
+    """Adding a partition to a fenced transaction is a fatal error in librdkafka, and what confluent-kafka's
+    flush() raises for it varies (a SystemError, an AttributeError, a chain of both): it is the same takeover,
+    in the same one line, with no chained exception."""
+    plan, zombie = a_batch_write_with_an_open_zombie(broker, topic)
+    try:
+        plan.abort([None])  # the newer attempt fences the zombie before it sent anything
+        with pytest.raises(DeliveryError, match="taken over by a newer attempt") as error:
+            zombie.produce(Messages.one(topic, 0, None, b"sent after the takeover"))
+            zombie.flush()
+        assert error.value.__cause__ is None and error.value.__context__ is None
+    finally:
+        zombie.close()
+
+
 def test_a_new_attempt_fences_the_old_one(broker, topic):
     config = parse_options(options(broker.bootstrap_servers, topic))
     task = TaskIdentity.for_query(config, str(uuid.uuid4()), 0, 0)

@@ -151,3 +151,29 @@ def test_a_producer_that_refuses_messages_after_its_transaction_failed_says_why_
         output._producer = FailedTransaction([lambda e=e: output._on_delivery(e, Timed()) for e in reports])
         with pytest.raises(DeliveryError, match=expected):
             output.produce(messages)
+
+
+def test_a_fatal_client_error_is_one_line_whatever_confluent_kafka_raised_for_it():
+    from ticdc_sink.kafka_io import KafkaOutput
+
+    output = KafkaOutput(parse_options(options(closed_port())))
+
+    class FatalError:
+        """A producer hitting a fatal error: librdkafka logs it, and the exception raised is not it."""
+
+        def flush(self, timeout):
+            output._log.log(logging.CRITICAL, "%s [%s] %s", "FATAL", "rdkafka#producer-1",
+                            "[thrd:main]: Fatal error: Broker: Broker received an out of order sequence number")
+            raise SystemError("<method 'flush' of 'cimpl.Producer' objects> returned NULL without setting an "
+                              "exception")
+
+    output._producer, output._pending = FatalError(), 1
+    with pytest.raises(DeliveryError) as error:
+        output.flush()
+    assert str(error.value) == (f"the Kafka client failed on {output.config.bootstrap_servers}: Fatal error: "
+                                "Broker: Broker received an out of order sequence number")
+    assert error.value.__context__ is None
+    output._producer = type("Broken", (), {"flush": lambda self, timeout: 1 / 0})()  # not a fatal error: as is
+    output._log.fatal = None
+    with pytest.raises(ZeroDivisionError):
+        output.flush()

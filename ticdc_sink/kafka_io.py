@@ -20,7 +20,7 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 from .config import SinkConfig
-from .errors import ConfigError, DeliveryError, TaskTimeoutError
+from .errors import ConfigError, DeliveryError, TaskTimeoutError, TiCDCSinkError
 from .messages import Messages
 
 log = logging.getLogger(__name__)
@@ -31,6 +31,8 @@ _REPEAT_AFTER_SECONDS = 300
 _FLUSH_MARGIN_SECONDS = 5
 # What librdkafka and the broker say when a newer producer took over a transactional.id.
 _FENCED = (KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH)
+# How librdkafka's fatal error line names a takeover.
+_FENCED_TEXT = KafkaError(KafkaError._FENCED).str()
 
 
 class _OncePerProblem(logging.Filter):
@@ -56,6 +58,23 @@ class _OncePerProblem(logging.Filter):
 # librdkafka's own log lines (connection failures, retries) go to Python logging, not stderr.
 LIBRDKAFKA_LOG = logging.getLogger("ticdc_sink.librdkafka")
 LIBRDKAFKA_LOG.addFilter(_OncePerProblem())
+
+
+class _ProducerLog:
+    """One producer's librdkafka log lines, passed on to ``LIBRDKAFKA_LOG``, keeping its fatal error's line.
+
+    confluent-kafka raises a fatal error from the poll or flush that served it, but delivery reports served
+    after it run with that exception pending and can replace it (a SystemError, an AttributeError, or no
+    exception at all); librdkafka logs the error first, so the line is the reliable record.
+    """
+
+    def __init__(self) -> None:
+        self.fatal: str | None = None
+
+    def log(self, level: int, template: str, facility: str, client: str, line: str) -> None:
+        if facility == "FATAL" and self.fatal is None:
+            self.fatal = line.split("]: ", 1)[-1]  # without the "[thrd:main]" prefix
+        LIBRDKAFKA_LOG.log(level, template, facility, client, line)
 
 
 def producer_settings(config: SinkConfig) -> dict[str, object]:
@@ -116,8 +135,8 @@ class KafkaOutput:
     def __init__(self, config: SinkConfig, extra_settings: dict[str, object] | None = None):
         self.config = config
         self._settings = {**producer_settings(config), **(extra_settings or {})}
-        self._producer = Producer({**self._settings, "error_cb": self._on_client_error,
-                                   "logger": LIBRDKAFKA_LOG})
+        self._log = _ProducerLog()
+        self._producer = Producer({**self._settings, "error_cb": self._on_client_error, "logger": self._log})
         self._partition_counts: dict[str, int] = {}
         self._failures: list[str] = []  # the first few failed deliveries, for the error
         self._failed = 0
@@ -209,7 +228,7 @@ class KafkaOutput:
         for topic in messages.topics:
             self.partition_count(topic)
         messages = messages.without_broadcast(self.partition_count)
-        produce, poll, on_delivery = self._producer.produce, self._producer.poll, self._on_delivery
+        produce, on_delivery = self._producer.produce, self._on_delivery
         topics, topic_of = messages.topics, messages.topic_of_message
         single_topic = topics[0] if topic_of is None else None
         keys = messages.keys.to_pylist() if messages.keys is not None else None
@@ -225,14 +244,35 @@ class KafkaOutput:
                 except KafkaException as e:  # the producer refuses messages after its transaction failed
                     self._raise_refused(topic, partition, e)
             if i % _POLL_EVERY == 0:
-                poll(0)  # serve delivery reports now and then, not after every message
+                self._serve(0)  # delivery reports now and then, not after every message
         self._pending += len(messages)
         return len(messages)
 
     def _wait_for_room(self) -> None:
         """The local queue is full: serve delivery reports until there is room."""
-        self._producer.poll(0.05)
+        self._serve(0.05)
         self._raise_if_failed()
+
+    def _serve(self, timeout: float, flush: bool = False) -> None:
+        """Serve delivery reports (``poll``, or ``flush`` for at most ``timeout``); a fatal client error raises
+        as one DeliveryError (see ``_ProducerLog`` for why its exception is not trusted)."""
+        try:
+            if flush:
+                self._producer.flush(timeout)
+            else:
+                self._producer.poll(timeout)
+            return
+        except TiCDCSinkError:
+            raise
+        except Exception:
+            if self._log.fatal is None:
+                raise
+        # Raised outside the except clause: the exception confluent-kafka left is noise, not the cause.
+        if _FENCED_TEXT in self._log.fatal and self._fenced_by is None:
+            self._fenced_by = self._log.fatal
+        self._raise_if_failed()
+        raise DeliveryError(f"the Kafka client failed on {self.config.bootstrap_servers}: {self._log.fatal}"
+                            + self._client_error_note())
 
     def _on_delivery(self, error, message) -> None:
         self._pending -= 1
@@ -259,7 +299,7 @@ class KafkaOutput:
 
     def _raise_refused(self, topic: str, partition: int, error: KafkaException) -> None:
         """Why ``produce`` was refused: the failed deliveries that failed the transaction, when known."""
-        self._producer.poll(0)  # their delivery reports
+        self._serve(0)  # their delivery reports
         self._note_fenced(error.args[0])
         self._raise_if_failed()
         raise DeliveryError(f"{topic}[{partition}] refused a message: {error.args[0].str()}"
@@ -284,7 +324,7 @@ class KafkaOutput:
         message_timeout_s = int(self._settings["message.timeout.ms"]) / 1000
         deadline = time.monotonic() + message_timeout_s + _FLUSH_MARGIN_SECONDS
         while self._pending > 0 and time.monotonic() < deadline:
-            self._producer.flush(1.0)
+            self._serve(1.0, flush=True)
         self._raise_if_failed()
         if self._pending > 0:
             raise DeliveryError(
@@ -461,7 +501,12 @@ class TransactionalOutput(KafkaOutput):
         self._open = False
 
     def close(self) -> None:
-        """Abort an open transaction (best effort: the next attempt fences it anyway)."""
+        """Abort an open transaction (best effort: the next attempt fences it anyway).
+
+        A fenced one was aborted by the newer attempt already.
+        """
+        if self._open and self._fenced_by is not None:
+            self._open = False
         if self._open:
             self._open = False
             try:
