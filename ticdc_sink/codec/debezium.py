@@ -40,7 +40,7 @@ from .debezium_ddl import KEY_SCHEMA as DDL_KEY_SCHEMA
 from .debezium_ddl import VALUE_FIELDS as DDL_VALUE_FIELDS
 from .debezium_ddl import table_json
 from .debezium_types import field_schema, value_fragments
-from .json_text import concat, object_parts, quote_json, quoted_names_of
+from .json_text import PLAIN, concat, object_parts, quote_json, quoted_names_of
 from .member_names import allowed_members, enum_index, set_bitmask
 from .tidb_names import sanitize_name, sanitize_topic_name
 
@@ -91,11 +91,11 @@ class DebeziumEncoder(Encoder):
         self._ddl_value_schema = ('{"optional":false,"type":"struct","version":1,'
                                   '"name":"io.debezium.connector.mysql.SchemaChangeValue","fields":['
                                   + ",".join([self._source_schema, *DDL_VALUE_FIELDS]) + "]}")
-        self._cluster = quote_json(config.cluster_id, html=False)
+        self._cluster = quote_json(config.cluster_id, style=PLAIN)
         self._unsent_actions: set[str] = set()
         if table is None:  # control events only
             return
-        self._heads = [quote_json(c.name, html=False) + ":" for c in table.columns]
+        self._heads = [quote_json(c.name, style=PLAIN) + ":" for c in table.columns]
         self._fields = ",".join(field_schema(c, extension) for c in table.columns)
         self._key_positions = [i for i, c in enumerate(table.columns) if c.handle_key]
         self._key_fields = ",".join(field_schema(table.columns[i], extension) for i in self._key_positions)
@@ -119,8 +119,8 @@ class DebeziumEncoder(Encoder):
 
     def _source(self, batch: ChangeBatch) -> pa.Array:
         return concat(self._source_parts(physical_ms_text(batch.commit_ts),
-                                         quoted_names_of(batch.databases, html=False),
-                                         quoted_names_of(batch.tables, html=False),
+                                         quoted_names_of(batch.databases, style=PLAIN),
+                                         quoted_names_of(batch.tables, style=PLAIN),
                                          pa.array(batch.commit_ts).cast(pa.string())), batch.num_rows)
 
     def _source_parts(self, physical, database, table, commit_ts) -> list:
@@ -214,12 +214,12 @@ class DebeziumEncoder(Encoder):
                             ddl.query, ddl.action, self.config.ddl_type_column)
             return None
         names, ddl = self._event_tables(ddl)
-        database, table = quote_json(ddl.database, html=False), quote_json(ddl.table, html=False)
+        database, table = quote_json(ddl.database, style=PLAIN), quote_json(ddl.table, style=PLAIN)
         key = '{"payload":{"databaseName":' + database + "}" + self._fixed_schema(DDL_KEY_SCHEMA) + "}"
         source = "".join(self._source_parts(str(tso_physical_ms(ddl.commit_ts)), database, table,
                                             str(ddl.commit_ts)))
         value = (f'{{"payload":{{"source":{source},"ts_ms":{self.clock()},"databaseName":{database},'
-                 f'"schemaName":null,"ddl":{quote_json(ddl.query, html=False)},'
+                 f'"schemaName":null,"ddl":{quote_json(ddl.query, style=PLAIN)},'
                  f'"tableChanges":[{self._table_change(ddl, change, names)}]}}'
                  + self._fixed_schema(self._ddl_value_schema) + "}")
         return Messages.one(topic, BROADCAST, key, value)
@@ -251,7 +251,7 @@ class DebeziumEncoder(Encoder):
         """The one ``tableChanges`` entry, or none for a database-level DDL and TRUNCATE TABLE."""
         if not ddl.table or ddl.action == "truncate table":
             return ""
-        table_id = quote_json(",".join(f'"{database}"."{table}"' for database, table in names), html=False)
+        table_id = quote_json(",".join(f'"{database}"."{table}"' for database, table in names), style=PLAIN)
         if ddl.action == "drop table":
             return f'{{"type":"{change}","id":{table_id},"table":null}}'
         if self.table is None:

@@ -17,7 +17,7 @@ from ..ddl import defined_columns
 from ..mysql_types import INTEGER_KINDS, Column, TableSchema, default_width
 from . import java_sql_types as java
 from .debezium_types import NO_UNSIGNED_SUFFIX
-from .json_text import quote_json
+from .json_text import PLAIN, quote_json
 
 TABLE_CHARSET = "utf8mb4"  # TiDB's default; the sink's input does not carry the table's charset
 
@@ -81,7 +81,7 @@ def table_json(table: TableSchema, statement: str) -> str:
     """``tableChanges[].table``: the table after ``statement``, which may define some of its columns."""
     defined = defined_columns(statement)
     key = next((index.columns for index in table.indexes if index.primary), ())  # in the key's order
-    primary = ",".join(quote_json(name, html=False) for name in key)
+    primary = ",".join(quote_json(name, style=PLAIN) for name in key)
     columns = ",".join(column_json(c, position, defined.get(c.name.lower()))
                        for position, c in enumerate(table.columns, start=1))
     return (f'{{"defaultCharsetName":"{TABLE_CHARSET}","primaryKeyColumnNames":[{primary}],'
@@ -92,7 +92,7 @@ def column_json(column: Column, position: int, definition: tuple[str, int | None
     """One column's entry; ``definition`` is (type word, width or precision) when the statement defines it."""
     t = column.type
     elements = None if t.kind not in ("enum", "set") else (
-        "[" + ",".join(quote_json(f"'{e}'", html=False) for e in t.elements) + "]")
+        "[" + ",".join(quote_json(f"'{e}'", style=PLAIN) for e in t.elements) + "]")
     name = t.base_name.upper()
     suffix = ""
     if t.kind not in NO_UNSIGNED_SUFFIX:
@@ -101,7 +101,7 @@ def column_json(column: Column, position: int, definition: tuple[str, int | None
     if t.kind == "double" and t.decimals:
         expression += f"({t.length or _default_width('double')},{t.decimals})"
     charset = "null" if t.has_binary_charset else f'"{TABLE_CHARSET}"'
-    return (f'{{"name":{quote_json(column.name, html=False)},"jdbcType":{_jdbc_type(column)},"nativeType":null,'
+    return (f'{{"name":{quote_json(column.name, style=PLAIN)},"jdbcType":{_jdbc_type(column)},"nativeType":null,'
             f'"comment":null,"defaultValueExpression":null,"enumValues":{_nullable(elements)},'
             f'"typeName":"{name}{suffix}","typeExpression":"{expression}{suffix}",'
             f'"charsetName":{charset},"length":{_nullable(_length(column, definition))},'

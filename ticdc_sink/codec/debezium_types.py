@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 from ..mysql_types import Column, MySQLType
 from ..render import (bit_bytes, enum_names, float_json_numbers, null_mask, set_names, timestamp_text,
                       value_text)
-from .json_text import base64_fragments, bare_fragments, json_fragments, quote_json
+from .json_text import PLAIN, bare_fragments, base64_fragments, json_fragments, quote_json
 from .tidb_names import escape_member
 
 _NAMED_TYPES = {"date": ("int32", "io.debezium.time.Date"), "time": ("int64", "io.debezium.time.MicroTime"),
@@ -43,15 +43,15 @@ def tidb_type(t: MySQLType) -> str:
 def field_schema(column: Column, extension: bool) -> str:
     """The column's field schema, compact JSON in TiCDC's order."""
     t = column.type
-    parts = [f'"tidb_type":{quote_json(tidb_type(t), html=False)},'] if extension else []
+    parts = [f'"tidb_type":{quote_json(tidb_type(t), style=PLAIN)},'] if extension else []
     schema_type, name, parameters = _schema_type(t)
     parts.append(f'"type":"{schema_type}","optional":{"true" if column.nullable else "false"},')
     if name:
         parts.append(f'"name":"{name}","version":1,')
     if parameters:
         key, value = parameters
-        parts.append(f'"parameters":{{"{key}":{quote_json(value, html=False)}}},')
-    parts.append(f'"field":{quote_json(column.name, html=False)}')
+        parts.append(f'"parameters":{{"{key}":{quote_json(value, style=PLAIN)}}},')
+    parts.append(f'"field":{quote_json(column.name, style=PLAIN)}')
     return "{" + "".join(parts) + "}"
 
 
@@ -97,9 +97,9 @@ def value_fragments(values: pa.Array, column: Column, time_zone: str) -> pa.Arra
             return bare_fragments(_TRUE_FALSE.take(values.cast(pa.int8())))
         return base64_fragments(bit_bytes(values, (t.length + 7) // 8, "little"))
     if t.kind == "enum":
-        return json_fragments(enum_names(values, t.elements), html=False)
+        return json_fragments(enum_names(values, t.elements), style=PLAIN)
     if t.kind == "set":
-        return json_fragments(set_names(values, t.elements), html=False)
+        return json_fragments(set_names(values, t.elements), style=PLAIN)
     if t.kind == "date":
         return bare_fragments(_two_digit_years(values.cast(pa.int32()), days=True).cast(pa.string()))
     if t.kind == "datetime":
@@ -109,7 +109,7 @@ def value_fragments(values: pa.Array, column: Column, time_zone: str) -> pa.Arra
         return json_fragments(timestamp_text(values, t.fsp, "UTC", separator="T", suffix="Z"), escape=False)
     if t.is_string and t.binary:
         return base64_fragments(values)
-    return json_fragments(value_text(values, t, time_zone), escape=t.is_string or t.kind == "json", html=False)
+    return json_fragments(value_text(values, t, time_zone), escape=t.is_string or t.kind == "json", style=PLAIN)
 
 
 def decimal_doubles(values: pa.Array) -> pa.Array:

@@ -1,12 +1,14 @@
 """JSON text of values and messages, as TiCDC's Go writers print it.
 
-Two escaping styles exist (``html``): Go's encoding/json and easyjson escape
-``<``, ``>``, ``&`` and U+2028/U+2029 besides quotes, backslashes and control
-characters (Canal-JSON); jsoniter with ``EscapeHTML: false`` escapes only the
-latter (the newer TiCDC's Open Protocol, Debezium).  Values are rendered a
-column at a time into JSON fragments (a literal or ``null`` per row), and a
-message is the element-wise concatenation of fragments and constant text, in
-one Arrow call.
+Three escaping styles exist (``style``).  ``HTML``: easyjson and goccy/go-json
+escape ``<``, ``>``, ``&`` and U+2028/U+2029 besides quotes, backslashes and
+control characters, those other than ``\\n \\r \\t`` as ``\\u00XX`` (Canal-JSON).
+``GO_JSON``: Go's encoding/json since Go 1.22 does the same but writes ``\\b``
+and ``\\f`` short too (Simple).  ``PLAIN``: jsoniter with ``EscapeHTML: false``
+escapes only quotes, backslashes and control characters (the newer TiCDC's Open
+Protocol, Debezium).  Values are rendered a column at a time into JSON fragments
+(a literal or ``null`` per row), and a message is the element-wise concatenation
+of fragments and constant text, in one Arrow call.
 """
 
 from __future__ import annotations
@@ -21,32 +23,34 @@ import pyarrow.compute as pc
 
 from ..render import as_string, join, string_scalar
 
+HTML, GO_JSON, PLAIN = "html", "go-json", "plain"
 _SHORT_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
-_OTHER_CONTROLS = [chr(c) for c in range(0x20) if chr(c) not in _SHORT_ESCAPES]
+_GO_SHORT_ESCAPES = {**_SHORT_ESCAPES, "\b": "\\b", "\f": "\\f"}
 _HTML_ESCAPES = [("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"),
                  ("\u2029", "\\u2029")]
 
 
-def _escape_pairs(html: bool) -> list[tuple[str, str]]:
+def _escape_pairs(style: str) -> list[tuple[str, str]]:
     """(character, escape) pairs of one Go writer, in the order they are applied (backslash first)."""
-    pairs = [("\\", "\\\\"), ('"', '\\"'), *(_HTML_ESCAPES if html else []), *_SHORT_ESCAPES.items()]
-    return pairs + [(c, f"\\u{ord(c):04x}") for c in _OTHER_CONTROLS]
+    short = _GO_SHORT_ESCAPES if style == GO_JSON else _SHORT_ESCAPES
+    pairs = [("\\", "\\\\"), ('"', '\\"'), *(_HTML_ESCAPES if style != PLAIN else []), *short.items()]
+    return pairs + [(chr(c), f"\\u{c:04x}") for c in range(0x20) if chr(c) not in short]
 
 
-_PAIRS = {html: _escape_pairs(html) for html in (True, False)}
-_TABLES = {html: str.maketrans(dict(pairs)) for html, pairs in _PAIRS.items()}
-_PATTERNS = {html: "[" + "".join(f"\\x{{{ord(c):x}}}" for c, _ in pairs) + "]" for html, pairs in _PAIRS.items()}
-_ESCAPE_BYTES = {html: [(raw.encode(), raw, escaped) for raw, escaped in pairs] for html, pairs in _PAIRS.items()}
+_PAIRS = {style: _escape_pairs(style) for style in (HTML, GO_JSON, PLAIN)}
+_TABLES = {style: str.maketrans(dict(pairs)) for style, pairs in _PAIRS.items()}
+_PATTERNS = {style: "[" + "".join(f"\\x{{{ord(c):x}}}" for c, _ in pairs) + "]" for style, pairs in _PAIRS.items()}
+_ESCAPE_BYTES = {style: [(raw.encode(), raw, escaped) for raw, escaped in pairs] for style, pairs in _PAIRS.items()}
 _MAX_ESCAPE_PASSES = 4
 _NULL = string_scalar("null")
 
 
-def quote_json(text: str, html: bool = True) -> str:
+def quote_json(text: str, style: str = HTML) -> str:
     """One Go-style JSON string literal, quotes included."""
-    return '"' + text.translate(_TABLES[html]) + '"'
+    return '"' + text.translate(_TABLES[style]) + '"'
 
 
-def quote_json_array(values: pa.Array, html: bool = True) -> pa.Array:
+def quote_json_array(values: pa.Array, style: str = HTML) -> pa.Array:
     """Go-style JSON string literals of a string array; nulls stay null.
 
     The characters to escape are looked up once in the array's data buffer;
@@ -54,10 +58,10 @@ def quote_json_array(values: pa.Array, html: bool = True) -> pa.Array:
     data) the rows that need escaping are escaped one by one instead.
     """
     values = as_string(values)
-    present = _escapes_present(values, html)
+    present = _escapes_present(values, style)
     if len(present) > _MAX_ESCAPE_PASSES:
-        needs = pc.fill_null(pc.match_substring_regex(values, _PATTERNS[html]), False)
-        table = _TABLES[html]
+        needs = pc.fill_null(pc.match_substring_regex(values, _PATTERNS[style]), False)
+        table = _TABLES[style]
         escaped = [v.translate(table) for v in values.filter(needs).to_pylist()]
         values = pc.replace_with_mask(values, needs, pa.array(escaped, pa.string()))
     else:
@@ -66,22 +70,22 @@ def quote_json_array(values: pa.Array, html: bool = True) -> pa.Array:
     return join('"', values, '"')
 
 
-def _escapes_present(values: pa.Array, html: bool) -> list[tuple[str, str]]:
+def _escapes_present(values: pa.Array, style: str) -> list[tuple[str, str]]:
     """The (character, escape) pairs whose character occurs in the array, in escaping order."""
     if len(values) == 0 or values.null_count == len(values):
         return []
     offsets = values.buffers()[1]
     first, last = np.frombuffer(offsets, dtype=np.int32)[[values.offset, values.offset + len(values)]]
     data = values.buffers()[2][first:last].to_pybytes() if last > first else b""
-    return [(raw, escaped) for encoded, raw, escaped in _ESCAPE_BYTES[html] if encoded in data]
+    return [(raw, escaped) for encoded, raw, escaped in _ESCAPE_BYTES[style] if encoded in data]
 
 
-def json_fragments(text: pa.Array, escape: bool = True, html: bool = True) -> pa.Array:
+def json_fragments(text: pa.Array, escape: bool = True, style: str = HTML) -> pa.Array:
     """JSON values of a string array: quoted literals, ``null`` for nulls.
 
     ``escape=False`` skips looking for characters to escape, for text known to have none.
     """
-    quoted = quote_json_array(text, html) if escape else join('"', as_string(text), '"')
+    quoted = quote_json_array(text, style) if escape else join('"', as_string(text), '"')
     return pc.fill_null(quoted, _NULL)
 
 
@@ -195,7 +199,7 @@ def go_unquote_body(text: str) -> bytes:
     return b"".join(out)
 
 
-def go_quoted_fragments(values: pa.Array, html: bool = True) -> pa.Array:
+def go_quoted_fragments(values: pa.Array, style: str = HTML) -> pa.Array:
     """JSON strings of ``go_quote_body`` of each binary value (Open Protocol's BINARY/VARBINARY).
 
     Values of printable ASCII without quotes or backslashes are their own body
@@ -210,7 +214,7 @@ def go_quoted_fragments(values: pa.Array, html: bool = True) -> pa.Array:
         quoted = pa.array([go_quote_body(v) for v in values.filter(pc.invert(plain)).to_pylist()], pa.string())
         text = pc.replace_with_mask(pc.if_else(plain, values, pa.scalar(b"", values.type)).cast(pa.string()),
                                     pc.invert(plain), quoted)
-    return json_fragments(text, html=html)
+    return json_fragments(text, style=style)
 
 
 def _byte_table(sequence_of) -> tuple[np.ndarray, np.ndarray]:
@@ -224,7 +228,7 @@ def _byte_table(sequence_of) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _latin1_json_byte(b: int) -> bytes:
-    return chr(b).translate(_TABLES[True]).encode("utf-8")
+    return chr(b).translate(_TABLES[HTML]).encode("utf-8")
 
 
 # Each byte as ISO-8859-1 text, escaped for the inside of a Go JSON string, in UTF-8.
@@ -278,10 +282,10 @@ def concat(parts: list, length: int) -> pa.Array:
     return join(*merged)
 
 
-def quoted_names_of(names: pa.Array, html: bool = True) -> pa.Array | str:
+def quoted_names_of(names: pa.Array, style: str = HTML) -> pa.Array | str:
     """JSON literals of per-row names (database, table): one constant when the batch has one name."""
     distinct = pc.unique(names)
-    return quote_json(distinct[0].as_py(), html) if len(distinct) == 1 else quote_json_array(names, html)
+    return quote_json(distinct[0].as_py(), style) if len(distinct) == 1 else quote_json_array(names, style)
 
 
 def object_parts(heads: list[str], fragments: list[pa.Array], opening: str = "{", closing: str = "}",

@@ -42,8 +42,9 @@ from ..mysql_types import (FLAG_BINARY, FLAG_PRIMARY_KEY, TYPE_BIT, TYPE_BLOB, T
                            TYPE_TINY, TYPE_TINY_BLOB, TYPE_VARCHAR, TYPE_YEAR, Column, TableSchema)
 from ..render import at_rows, float_json_numbers, join, string_scalar, value_text
 from .base import Decoder, DDLEvent, Encoder, RowEvent, WatermarkEvent
-from .json_text import (base64_fragments, bare_fragments, changed_members_object, concat, go_quoted_fragments,
-                        go_unquote_body, json_fragments, object_parts, quote_json, quoted_names_of)
+from .json_text import (PLAIN, bare_fragments, base64_fragments, changed_members_object, concat,
+                        go_quoted_fragments, go_unquote_body, json_fragments, object_parts, quote_json,
+                        quoted_names_of)
 
 VERSION = 1
 ROW_EVENT, DDL_EVENT, RESOLVED_EVENT = 1, 2, 3
@@ -76,8 +77,8 @@ class OpenProtocolEncoder(Encoder):
     def event_keys(self, batch: ChangeBatch) -> pa.Array:
         """``{"ts":..,"scm":..,"tbl":..,"t":1}`` per row."""
         return concat(['{"ts":', pa.array(batch.commit_ts).cast(pa.string()),
-                       ',"scm":', quoted_names_of(batch.databases, html=False),
-                       ',"tbl":', quoted_names_of(batch.tables, html=False), f',"t":{ROW_EVENT}}}'], batch.num_rows)
+                       ',"scm":', quoted_names_of(batch.databases, style=PLAIN),
+                       ',"tbl":', quoted_names_of(batch.tables, style=PLAIN), f',"t":{ROW_EVENT}}}'], batch.num_rows)
 
     def event_values(self, batch: ChangeBatch) -> pa.Array:
         """The value JSON of each row's event."""
@@ -117,9 +118,9 @@ class OpenProtocolEncoder(Encoder):
         if t.is_integer or t.kind in ("year", "bit", "enum", "set"):
             return bare_fragments(text)
         if t.is_string and t.binary:
-            return go_quoted_fragments(text, html=False)
+            return go_quoted_fragments(text, style=PLAIN)
         # Decimals, dates and times render without characters that JSON escapes.
-        return json_fragments(text, escape=t.is_string or t.kind == "json", html=False)
+        return json_fragments(text, escape=t.is_string or t.kind == "json", style=PLAIN)
 
     # -- control events
 
@@ -138,9 +139,9 @@ class OpenProtocolEncoder(Encoder):
 
     def encode_ddl(self, ddl: DDLChange, topic: str) -> Messages:
         """One DDL event to every partition of the topic."""
-        key = (f'{{"ts":{ddl.commit_ts},"scm":{quote_json(ddl.database, html=False)},'
-               f'"tbl":{quote_json(ddl.table, html=False)},"t":{DDL_EVENT}}}')
-        value = f'{{"q":{quote_json(ddl.query, html=False)},"t":{self._ddl_code(ddl)}}}'
+        key = (f'{{"ts":{ddl.commit_ts},"scm":{quote_json(ddl.database, style=PLAIN)},'
+               f'"tbl":{quote_json(ddl.table, style=PLAIN)},"t":{DDL_EVENT}}}')
+        value = f'{{"q":{quote_json(ddl.query, style=PLAIN)},"t":{self._ddl_code(ddl)}}}'
         return Messages.one(topic, BROADCAST, frame([key.encode()]), frame([value.encode()], versioned=False))
 
     def encode_watermark(self, ts: int, topics: list[str]) -> Messages:
@@ -160,7 +161,7 @@ _ACTION_BY_NAME = {_name_key(name): code for name, code in ACTION_CODES.items()}
 def _column_head(column: Column) -> str:
     """``"name":{"t":..,"h":true,"f":..,"v":`` of a column: everything before its value."""
     handle = ',"h":true' if column.handle_key else ""
-    return f'{quote_json(column.name, html=False)}:{{"t":{column.type.code}{handle},"f":{column.flag},"v":'
+    return f'{quote_json(column.name, style=PLAIN)}:{{"t":{column.type.code}{handle},"f":{column.flag},"v":'
 
 
 # ---------------------------------------------------------------------------
