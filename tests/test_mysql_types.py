@@ -1078,3 +1078,22 @@ def test_now_tso_is_a_current_tso():
     after = int(time.time() * 1000)
     assert ts & 0x3FFFF == 0
     assert before - 1 <= tso_physical_ms(ts) <= after + 1
+
+
+# TiDB's Flen, as TiCDC's Simple tableSchema shows it (TiCDC simple message_test.go TestNewTableSchema, and
+# TiDB's parser for the fractional and ENUM/SET widths).
+FLEN_CASES = [
+    ("tinyint", 4), ("tinyint unsigned", 3), ("smallint", 6), ("mediumint unsigned", 8), ("int", 11),
+    ("int unsigned", 10), ("bigint", 20), ("bigint unsigned", 20), ("bool", 1), ("int(5)", 5),
+    ("float", 12), ("float(7,3)", 7), ("double", 22), ("decimal", 10), ("decimal(12,4)", 12),
+    ("bit", 1), ("bit(10)", 10), ("year", 4), ("date", 10), ("datetime", 19), ("datetime(3)", 23),
+    ("timestamp", 19), ("timestamp(6)", 26), ("time", 10), ("time(2)", 13), ("char", 1), ("char(8)", 8),
+    ("varchar(255)", 255), ("binary", 1), ("varbinary(16)", 16), ("tinytext", 255), ("text", 65535),
+    ("mediumblob", 16777215), ("longtext", 4294967295), ("json", 4294967295),
+    ("enum('a','b','c')", 1), ("enum('new','shipped ')", 7), ("set('a','b','c')", 5), ("set('é','bb')", 5),
+]
+
+
+@pytest.mark.parametrize("text,flen", FLEN_CASES, ids=[c[0] for c in FLEN_CASES])
+def test_flen_is_what_tidb_stores(text, flen):
+    assert parse_mysql_type(text).flen == flen

@@ -221,6 +221,11 @@ def canal_ddl_type(action: str) -> str:
     return _CANAL_TYPES.get(action, "QUERY")
 
 
+def simple_ddl_type(action: str) -> str:
+    """The Simple protocol's DDL type: Canal's, but an exchanged partition is an ALTER (TiCDC ``getDDLType``)."""
+    return "ALTER" if action == "exchange table partition" else canal_ddl_type(action)
+
+
 # Debezium's tableChanges type per action (TiCDC debezium EncodeDDLEvent); other actions send no event.
 _DEBEZIUM_TYPES = {
     **dict.fromkeys(["create schema", "create table", "create view"], "CREATE"),

@@ -225,8 +225,26 @@ class MySQLType:
             name += " zerofill"
         return name
 
+    @property
+    def flen(self) -> int:
+        """TiDB's ``Flen``: the width, precision or length TiDB stores for the column, defaults included."""
+        if self.kind in {"enum", "set"}:
+            sizes = [len(e.rstrip(" ").encode()) for e in self.elements]  # TiDB keeps members trimmed
+            return max(sizes, default=0) if self.kind == "enum" else sum(sizes) + max(len(sizes) - 1, 0)
+        if self.kind in _FRACTIONAL_KINDS:
+            return _DEFAULT_FLEN[self.kind] + (1 + self.fsp if self.fsp else 0)
+        return self.length if self.length is not None else _DEFAULT_FLEN[self.kind]
+
     def __str__(self) -> str:
         return self.full_name
+
+
+_FRACTIONAL_KINDS = frozenset({"datetime", "timestamp", "time"})
+# TiDB's Flen of the kinds the column model keeps no width for (or only when given, as float(M,D)); the
+# fractional kinds' is without fsp.
+_DEFAULT_FLEN = {"float": 12, "double": 22, "date": 10, "datetime": 19, "timestamp": 19, "time": 10,
+                 "tinytext": 255, "text": 65_535, "mediumtext": 16_777_215, "longtext": 4_294_967_295,
+                 "json": 4_294_967_295, "varchar": DEFAULT_VARCHAR_LENGTH}
 
 
 def default_width(kind: str) -> int | None:
