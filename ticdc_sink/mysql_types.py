@@ -139,6 +139,8 @@ STRING_KINDS = frozenset({"char", "varchar", "tinytext", "text", "mediumtext", "
 
 # Spark's strings and binaries have no length; these are the widths we declare.
 DEFAULT_VARCHAR_LENGTH = 255
+# TiDB's default charset and collation: the sink's input does not carry a table's, so its text columns have these.
+TABLE_CHARSET, TABLE_COLLATION = "utf8mb4", "utf8mb4_bin"
 
 
 @dataclass(frozen=True)

@@ -14,12 +14,10 @@ comments, defaults or auto-increment flags.
 from __future__ import annotations
 
 from ..ddl import defined_columns
-from ..mysql_types import INTEGER_KINDS, Column, TableSchema, default_width
+from ..mysql_types import INTEGER_KINDS, TABLE_CHARSET, Column, TableSchema, default_width
 from . import java_sql_types as java
 from .debezium_types import NO_UNSIGNED_SUFFIX
 from .json_text import PLAIN, quote_json
-
-TABLE_CHARSET = "utf8mb4"  # TiDB's default; the sink's input does not carry the table's charset
 
 _JDBC_BY_KIND = {
     "tinyint": java.SMALLINT, "smallint": java.SMALLINT, "mediumint": java.INTEGER, "int": java.INTEGER,
