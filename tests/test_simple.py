@@ -115,3 +115,61 @@ def test_values_render_as_ticdcs_simple_encoder_renders_them():
                     '"e":"2","id":"1","j":"{\\"a\\": 1}","nothing":null,"s":"5","t":"-01:02:03.5",'
                     '"ts":{"location":"Asia/Shanghai","value":"2024-02-26 08:32:23.120"},'
                     '"txt":"x\\u003cy\\u0026\\b\\f\\u2028"}')
+
+
+def test_the_documents_bootstrap_after_a_rename():
+    simple, _ = encoder([], 1708924603278)
+    assert simple.encode_bootstrap("simple", "new_user") == golden("bootstrap")
+
+
+ADD_CREATE_TIME = "ALTER TABLE `user` ADD COLUMN `createTime` TIMESTAMP"
+
+
+def user_after_add_column():
+    """The document's table after its ALTER: createTime TIMESTAMP added, at version 447987408682614791."""
+    with_time = schema(*[(f.name, f.dataType, f.nullable) for f in USER.fields if f.name != "_before"],
+                       ("createTime", T.TimestampType()))
+    config, layout, _, _ = build(with_time, [], **{**USER_OPTIONS, "column_types": USER_OPTIONS["column_types"]
+                                                   + ", createTime TIMESTAMP"})
+    config = dataclasses.replace(config, protocol="simple", table_id=TABLE_ID, schema_version=447987408682614791)
+    return SimpleEncoder(config, layout.table, clock=lambda: 1708936343598), layout.table
+
+
+def test_the_documents_add_column_ddl_with_the_schema_before_it():
+    from ticdc_sink.ddl import DDLChange, classify
+
+    simple, table = user_after_add_column()
+    ddl = DDLChange("simple", "user", ADD_CREATE_TIME, 447987408682614795, classify(ADD_CREATE_TIME))
+    messages = simple.encode_ddl(ddl, "t")
+    assert messages.partitions.tolist() == [-1] and messages.keys is None  # every partition
+    # The schema before is the table without the added column; its version is the one the sink derives for
+    # that shape (the document's is TiDB's, 447984074911121426), the same the rows before the DDL carried.
+    before = dataclasses.replace(table, columns=table.columns[:4])
+    derived = simple_table(before, None).version
+    expected = golden("ddl-alter-add-column").replace(f'"version":{VERSION}', f'"version":{derived}')
+    assert messages.values.to_pylist() == [expected]
+    rows_before = dataclasses.replace(simple.config, schema_version=0)
+    assert derived == simple_table(before, rows_before).version
+
+
+def test_ddl_schemas_by_kind_of_statement():
+    from ticdc_sink.ddl import DDLChange, classify
+
+    simple, _ = user_after_add_column()
+
+    def event(query, database="simple", table="user"):
+        import json
+        [value] = simple.encode_ddl(DDLChange(database, table, query, 1, classify(query)), "t").values.to_pylist()
+        return json.loads(value)
+
+    created = event("CREATE TABLE user (id INT PRIMARY KEY)")
+    assert created["type"] == "CREATE" and "tableSchema" in created and "preTableSchema" not in created
+    renamed = event("RENAME TABLE simple.old_user TO simple.user")
+    assert renamed["type"] == "RENAME" and renamed["preTableSchema"]["table"] == "old_user"
+    assert renamed["preTableSchema"]["version"] == renamed["tableSchema"]["version"]  # a rename keeps it
+    assert event("TRUNCATE TABLE user")["preTableSchema"] == event("TRUNCATE TABLE user")["tableSchema"]
+    assert "preTableSchema" not in event("ALTER TABLE user MODIFY COLUMN age BIGINT")  # unknown before
+    assert event("ALTER TABLE user ADD INDEX idx_age (age)")["type"] == "CINDEX"
+    database = event("CREATE DATABASE shop", "shop", "")
+    assert database["type"] == "QUERY" and "tableSchema" not in database
+    assert list(database) == ["version", "type", "sql", "commitTs", "buildTs"]

@@ -12,22 +12,28 @@ binary strings are base64.  An INSERT carries ``data``, an UPDATE ``data`` and
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..changes import OP_DELETE, OP_INSERT, OP_UPDATE, ChangeBatch
 from ..config import SinkConfig
+from ..ddl import CANAL_DDL_TYPES, DDLChange, defined_columns, renamed_from, simple_ddl_type
 from ..dispatch import Routing
-from ..messages import Messages
+from ..errors import ContractError
+from ..messages import BROADCAST, Messages
 from ..mysql_types import Column, TableSchema
 from ..render import at_rows, join, string_scalar, value_text
 from .base import Encoder
 from .json_text import GO_JSON, base64_fragments, concat, json_fragments, object_parts, quote_json, quoted_names_of
-from .simple_schema import simple_table, table_id
+from .simple_schema import SimpleTable, simple_table, table_id
 
 VERSION = 1
 _EVENT_TYPES = np.array(["", '"INSERT"', '"UPDATE"', '"DELETE"'], dtype=object)  # by OP_*
+# Table-level DDL whose table had the same shape before it (RENAME: under its old name).
+_SAME_SHAPE_BEFORE = frozenset({"rename table", "rename tables", "truncate table", "drop table"})
 
 
 class SimpleEncoder(Encoder):
@@ -93,6 +99,58 @@ class SimpleEncoder(Encoder):
         return json_fragments(text, escape=t.is_string or t.kind == "json", style=GO_JSON)
 
     # -- control events
+
+    def check_ddl(self, ddl: DDLChange) -> None:
+        self._ddl_type(ddl)
+
+    def _ddl_type(self, ddl: DDLChange) -> str:
+        event_type = ddl.type_override.strip().upper() if ddl.type_override else simple_ddl_type(ddl.action)
+        if event_type not in CANAL_DDL_TYPES:  # Simple's DDL types are Canal's
+            raise ContractError(self.config.ddl_type_column, ddl.type_override, f"DDL {ddl.query!r}",
+                                f"a Simple DDL type is one of {', '.join(CANAL_DDL_TYPES)}")
+        return event_type
+
+    def encode_ddl(self, ddl: DDLChange, topic: str) -> Messages:
+        """The DDL to every partition of the topic, with the table's schema after it and, where the statement
+        tells, before it (see ``_schema_before``); a database-level DDL has neither."""
+        value = f'{{"version":{VERSION},"type":"{self._ddl_type(ddl)}"'
+        if ddl.query:
+            value += f',"sql":{quote_json(ddl.query, GO_JSON)}'
+        value += f',"commitTs":{ddl.commit_ts},"buildTs":{self.clock()}'
+        if ddl.table:
+            if self.table is None:
+                raise ContractError(self.config.ddl_column, ddl.query, f"DDL of {ddl.database}.{ddl.table}",
+                                    "Simple's DDL event carries the table's schema: send it as a DDL row of a "
+                                    "DataFrame with the table's columns, not with emit_ddl")
+            value += ',"tableSchema":' + self._schema_json(self.shape, ddl.database, ddl.table)
+            before = self._schema_before(ddl)
+            if before is not None:
+                value += ',"preTableSchema":' + before
+        return Messages.one(topic, BROADCAST, None, value + "}")
+
+    def encode_bootstrap(self, database: str, table: str) -> str:
+        """The BOOTSTRAP message of the writing table (its ``commitTs`` is always 0)."""
+        return (f'{{"version":{VERSION},"type":"BOOTSTRAP","commitTs":0,"buildTs":{self.clock()},'
+                f'"tableSchema":{self._schema_json(self.shape, database, table)}}}')
+
+    def _schema_json(self, shape: SimpleTable, database: str, table: str) -> str:
+        return shape.json(database, table, table_id(database, table, self.config))
+
+    def _schema_before(self, ddl: DDLChange) -> str | None:
+        """The table's schema before the DDL where the statement determines it: the same shape for RENAME
+        (under the old name), TRUNCATE and DROP TABLE; without the added columns for ADD COLUMN.  Otherwise
+        the sink cannot know it and leaves it out, as TiCDC's newer encoder does for all but EXCHANGE
+        PARTITION; CREATE has none."""
+        if ddl.action in _SAME_SHAPE_BEFORE:
+            database, table = renamed_from(ddl) or (ddl.database, ddl.table)
+            return self._schema_json(self.shape, database, table)
+        if ddl.action == "add column":
+            added = set(defined_columns(ddl.query))
+            kept = tuple(c for c in self.table.columns if c.name.lower() not in added)
+            before = dataclasses.replace(self.table, columns=kept, indexes=tuple(
+                i for i in self.table.indexes if all(c.lower() not in added for c in i.columns)))
+            return self._schema_json(simple_table(before, None), ddl.database, ddl.table)
+        return None
 
     def encode_watermark(self, ts: int, topics: list[str]) -> Messages:
         """WATERMARK to every partition (TiCDC sends Simple's whatever the TiDB extension says)."""

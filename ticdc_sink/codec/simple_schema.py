@@ -66,10 +66,12 @@ class SimpleTable:
                 f'"tableID":{table_id},"version":{self.version},{_shape_json(self.columns, self.indexes)}}}')
 
 
-def simple_table(table: TableSchema, config: SinkConfig) -> SimpleTable:
+def simple_table(table: TableSchema, config: SinkConfig | None) -> SimpleTable:
+    """``table`` as Simple describes it; its version is ``config``'s ``schema-version``, else (or without a
+    config: a shape other than the writing table's) derived from the shape."""
     columns = tuple(_column_info(c) for c in table.columns)
     indexes = _index_infos(table)
-    version = config.schema_version or _derived_number(_shape_json(columns, indexes), bits=63)
+    version = (config.schema_version if config else 0) or _derived_number(_shape_json(columns, indexes), bits=63)
     return SimpleTable(columns, indexes, version)
 
 
