@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
 import numpy as np
@@ -173,3 +174,62 @@ def test_ddl_schemas_by_kind_of_statement():
     database = event("CREATE DATABASE shop", "shop", "")
     assert database["type"] == "QUERY" and "tableSchema" not in database
     assert list(database) == ["version", "type", "sql", "commitTs", "buildTs"]
+
+
+def test_the_documents_messages_decode_once_their_schema_arrived():
+    """The document's consumer scenarios: rows wait for the DDL or BOOTSTRAP that brings their schema."""
+    from ticdc_sink.codec.base import DDLEvent, RowEvent, WatermarkEvent
+    from ticdc_sink.codec.simple import SimpleDecoder
+
+    decoder = SimpleDecoder()
+    # Joined in the middle: the INSERT and UPDATE come before any schema of user at their version.
+    assert decoder.decode(None, golden("dml-insert").encode()) == []
+    assert decoder.decode(None, golden("dml-update").encode()) == []
+    assert decoder.waiting == 2
+    [watermark] = decoder.decode(None, golden("watermark").encode())
+    assert watermark == WatermarkEvent(447984124732375041)
+    # The ALTER's preTableSchema is user at the rows' version: they come out after it, in arrival order.
+    ddl, insert, update = decoder.decode(None, golden("ddl-alter-add-column").encode())
+    assert ddl == DDLEvent("simple", "user", ADD_CREATE_TIME, "ALTER", 447987408682614795)
+    assert insert == RowEvent("INSERT", "simple", "user", 447984084414103554, JOHN, None, ["id"],
+                              {"id": "int", "name": "varchar", "age": "int", "score": "float"})
+    assert (update.type, update.columns["score"], update.old["score"]) == ("UPDATE", 95.0, 90.5)
+    [delete] = decoder.decode(None, golden("dml-delete").encode())  # known from now on
+    assert (delete.type, delete.columns, delete.old) == ("DELETE", {**JOHN, "score": 95.0}, None)
+    # A BOOTSTRAP is a DDL event without a query, and brings its table's schema too.
+    renamed = json.loads(golden("dml-insert").replace('"table":"user"', '"table":"new_user"'))
+    assert decoder.decode(None, json.dumps(renamed).encode()) == []
+    bootstrap, row = decoder.decode(None, golden("bootstrap").encode())
+    assert bootstrap == DDLEvent("simple", "new_user", "", "BOOTSTRAP", 0) and row.table == "new_user"
+    assert decoder.waiting == 0
+
+
+def test_every_value_round_trips():
+    import datetime as dt
+    from decimal import Decimal
+
+    from ticdc_sink.codec.simple import SimpleDecoder
+
+    types = schema(("_op", T.StringType()), ("_commit_ts", T.LongType()), ("id", T.IntegerType(), False),
+                   ("ts", T.TimestampType()), ("bin", T.BinaryType()), ("big", T.DecimalType(20, 0)),
+                   ("b", T.LongType()), ("e", T.StringType()), ("s", T.StringType()), ("d", T.DecimalType(5, 2)),
+                   ("day", T.DateType()), ("t", T.StringType()), ("j", T.StringType()), ("txt", T.StringType()),
+                   ("f", T.FloatType()), ("y", T.IntegerType()), ("nothing", T.StringType()))
+    row = {"_op": "INSERT", "_commit_ts": 7, "id": 1, "ts": dt.datetime(2024, 2, 26, 0, 32, 23, 120000),
+           "bin": b"\x00\xff\x02", "big": Decimal(2**64 - 1), "b": 683, "e": "b", "s": "a,c", "d": Decimal("90.5"),
+           "day": dt.date(2024, 2, 26), "t": "-01:02:03.5", "j": '{"a":1}', "txt": 'x<y&\b"\\é😀', "f": 0.1,
+           "y": 2024, "nothing": None}
+    config, layout, changes, _ = build(types, [row], database="d", table="t", primary_key="id",
+                                       column_types="ts TIMESTAMP(3), bin VARBINARY(8), big BIGINT UNSIGNED, "
+                                       "b BIT(10), e ENUM('a','b','c'), s SET('a','b','c'), d DECIMAL(5,2), "
+                                       "t TIME(1), j JSON, txt TEXT, y YEAR")
+    simple = SimpleEncoder(dataclasses.replace(config, protocol="simple"), layout.table, clock=lambda: 0)
+    decoder = SimpleDecoder()
+    decoder.decode(None, simple.encode_bootstrap("d", "t").encode())
+    [value] = simple.encode_values(changes).to_pylist()
+    [event] = decoder.decode(None, value.encode())
+    assert event.columns == {"id": 1, "ts": dt.datetime(2024, 2, 26, 0, 32, 23, 120000), "bin": b"\x00\xff\x02",
+                             "big": 2**64 - 1, "b": 683, "e": 2, "s": 5, "d": Decimal("90.50"),
+                             "day": dt.date(2024, 2, 26), "t": "-01:02:03.5", "j": '{"a": 1}',
+                             "txt": 'x<y&\b"\\é😀', "f": pytest.approx(0.1), "y": 2024, "nothing": None}
+    assert event.commit_ts == 7 and event.primary_keys == ["id"]

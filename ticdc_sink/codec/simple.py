@@ -12,7 +12,10 @@ binary strings are base64.  An INSERT carries ``data``, an UPDATE ``data`` and
 
 from __future__ import annotations
 
+import base64
 import dataclasses
+import json
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -26,7 +29,8 @@ from ..errors import ContractError
 from ..messages import BROADCAST, Messages
 from ..mysql_types import Column, TableSchema
 from ..render import at_rows, join, string_scalar, value_text
-from .base import Encoder
+from .base import Decoder, DDLEvent, Encoder, RowEvent, WatermarkEvent
+from .canal_json import decode_value
 from .json_text import GO_JSON, base64_fragments, concat, json_fragments, object_parts, quote_json, quoted_names_of
 from .simple_schema import SimpleTable, simple_table, table_id
 
@@ -156,3 +160,83 @@ class SimpleEncoder(Encoder):
         """WATERMARK to every partition (TiCDC sends Simple's whatever the TiDB extension says)."""
         value = f'{{"version":{VERSION},"type":"WATERMARK","commitTs":{ts},"buildTs":{self.clock()}}}'
         return Messages.to_every_partition(topics, None, value)
+
+
+# ---------------------------------------------------------------------------
+# Decoding
+
+SchemaKey = tuple[str, str, int]  # (database, table, version)
+
+
+class SimpleDecoder(Decoder):
+    """Follows the document's consumer rules: table schemas come from DDL and BOOTSTRAP messages and are kept
+    by (database, table, version); a row whose schema has not arrived yet waits, and comes out, in arrival
+    order, after the DDL or BOOTSTRAP that brings it (a consumer that joined mid-stream).
+
+    Rows are typed by their column's ``dataType``: integers, BIT, YEAR, ENUM (index) and SET (bitmask) int,
+    FLOAT/DOUBLE float, DECIMAL Decimal, DATE date, DATETIME and TIMESTAMP naive datetime (TIMESTAMP in its
+    ``location``), binary strings bytes; TIME, JSON and text str.  A BOOTSTRAP is a DDLEvent of type
+    ``BOOTSTRAP`` with no query, as TiCDC's decoder returns it.
+    """
+
+    def __init__(self, config=None):
+        super().__init__(config)
+        self._schemas: dict[SchemaKey, dict] = {}
+        self._waiting: list[dict] = []
+
+    @property
+    def waiting(self) -> int:
+        """Rows held until their table's schema arrives."""
+        return len(self._waiting)
+
+    def decode(self, key: bytes | None, value: bytes) -> list:
+        doc = json.loads(value)
+        if doc["type"] == "WATERMARK":
+            return [WatermarkEvent(doc["commitTs"])]
+        if "data" in doc or "old" in doc:
+            event = self._row(doc)
+            if event is None:
+                self._waiting.append(doc)
+                return []
+            return [event]
+        for name in ("tableSchema", "preTableSchema"):
+            if name in doc:
+                schema = doc[name]
+                self._schemas.setdefault((schema["schema"], schema["table"], schema["version"]), schema)
+        table = doc.get("tableSchema") or {}
+        ddl = DDLEvent(table.get("schema", ""), table.get("table", ""), doc.get("sql", ""), doc["type"],
+                       doc["commitTs"])
+        waiting, self._waiting = self._waiting, []
+        released = [e for e in map(self._row, waiting) if e is not None]
+        self._waiting = [doc for doc in waiting if self._schema_of(doc) is None]
+        return [ddl, *released]
+
+    def _schema_of(self, doc: dict) -> dict | None:
+        return self._schemas.get((doc["database"], doc["table"], doc.get("schemaVersion", 0)))
+
+    def _row(self, doc: dict) -> RowEvent | None:
+        schema = self._schema_of(doc)
+        if schema is None:
+            return None
+        types = {c["name"]: c["dataType"] for c in schema["columns"]}
+
+        def typed(row: dict | None) -> dict | None:
+            return None if row is None else {name: _decode_value(v, types[name]) for name, v in row.items()}
+
+        is_delete = doc["type"] == "DELETE"
+        primary = next((i["columns"] for i in schema["indexes"] if i["primary"]), [])
+        return RowEvent(type=doc["type"], database=doc["database"], table=doc["table"], commit_ts=doc["commitTs"],
+                        columns=typed(doc["old"] if is_delete else doc["data"]),
+                        old=None if is_delete else typed(doc.get("old")), primary_keys=list(primary),
+                        mysql_types={name: t["mysqlType"] for name, t in types.items()})
+
+
+def _decode_value(value: Any, data_type: dict) -> Any:
+    if value is None:
+        return None
+    mysql_type = data_type["mysqlType"]
+    if mysql_type == "timestamp":
+        return decode_value(value["value"], mysql_type)
+    if data_type["charset"] == "binary" and ("binary" in mysql_type or "blob" in mysql_type):
+        return base64.b64decode(value)
+    return decode_value(value, mysql_type)
