@@ -266,10 +266,16 @@ INT_OPTIONS_MIN_1 = [
     ("partition-num", "partition_num"),
     ("replication-factor", "replication_factor"),
     ("broker-timeout-ms", "broker_timeout_ms"),
-    ("send-bootstrap-interval-in-sec", "send_bootstrap_interval_in_sec"),
-    ("send-bootstrap-in-msg-count", "send_bootstrap_in_msg_count"),
 ]
-INT_OPTIONS_MIN_0 = [("table-id", "table_id"), ("schema-version", "schema_version")]
+INT_OPTIONS_MIN_0 = [("table-id", "table_id"), ("schema-version", "schema_version"),
+                     ("send-bootstrap-interval-in-sec", "send_bootstrap_interval_in_sec"),
+                     ("send-bootstrap-in-msg-count", "send_bootstrap_in_msg_count")]
+
+
+def test_either_bootstrap_setting_at_zero_turns_bootstrap_messages_off():
+    assert parse_options(with_base()).sends_bootstrap
+    for option in ("send-bootstrap-interval-in-sec", "send-bootstrap-in-msg-count"):
+        assert not parse_options(with_base(**{option: "0"})).sends_bootstrap
 
 
 @pytest.mark.parametrize("option,attr", INT_OPTIONS_MIN_1 + INT_OPTIONS_MIN_0)

@@ -116,6 +116,11 @@ class SinkConfig:
         return dict(self.kafka_settings)
 
     @property
+    def sends_bootstrap(self) -> bool:
+        """Simple's BOOTSTRAP messages: either setting at 0 turns them off (TiCDC ``ShouldSendBootstrapMsg``)."""
+        return self.send_bootstrap_interval_in_sec > 0 and self.send_bootstrap_in_msg_count > 0
+
+    @property
     def bootstrap_servers(self) -> str:
         return self.kafka["bootstrap.servers"]
 
@@ -299,8 +304,7 @@ def _build(values: dict[str, str], kafka: dict[str, str], registry: dict[str, st
             parsed[f.name] = _parse_bool(key, raw)
         elif f.type in ("int",):
             minimum = 1 if key in ("max-message-bytes", "max-batch-size", "partition-num", "replication-factor",
-                                   "broker-timeout-ms", "task-timeout-ms", "send-bootstrap-interval-in-sec",
-                                   "send-bootstrap-in-msg-count") else 0
+                                   "broker-timeout-ms", "task-timeout-ms") else 0
             parsed[f.name] = _parse_int(key, raw, minimum)
         else:
             parsed[f.name] = raw.strip() if key not in ("column-types",) else raw
