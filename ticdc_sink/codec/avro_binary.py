@@ -121,7 +121,11 @@ def concat(fragments: list, length: int) -> pa.Array:
     return pc.binary_join_element_wise(*fragments, _NO_BYTES)
 
 
-def nullable(encoded: pa.Array, is_null: pa.Array) -> pa.Array:
-    """The ``["null", T]`` union: branch 0 for a null, else branch 1 (``0x02``) and the value's encoding."""
-    present = pc.binary_join_element_wise(_VALUE_BRANCH, encoded, _NO_BYTES)
+def nullable(encoded: pa.Array, is_null: pa.Array, branch: int = 1) -> pa.Array:
+    """A union whose branch 0 is ``null``: branch 0 for a null, else ``branch`` and the value's encoding."""
+    present = pc.binary_join_element_wise(_union_branch(branch), encoded, _NO_BYTES)
     return pc.if_else(is_null, _NULL_BRANCH, present)
+
+
+def _union_branch(index: int) -> pa.Scalar:
+    return _VALUE_BRANCH if index == 1 else pa.scalar(varints(np.array([index])).to_pylist()[0], pa.binary())

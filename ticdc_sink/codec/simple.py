@@ -1,20 +1,17 @@
-"""The Simple protocol in JSON, as TiCDC writes it (spec: ticdc-simple-protocol.md; reference section 6).
+"""The Simple protocol, as TiCDC writes it (spec: ticdc-simple-protocol.md; reference section 6).
 
-One event per message, without a Kafka key, marshalled as Go's encoding/json
-marshals TiCDC's message struct: fields in its order (``version, database,
-table, tableID, type, sql, commitTs, buildTs, schemaVersion, data, old,
-tableSchema, preTableSchema``), empty ones left out, map members (``data``,
-``old``) sorted by name, and Go 1.22's escapes.  Every value is a JSON string
-but a TIMESTAMP, which is ``{"location":<time-zone>,"value":<text>}``, and
-binary strings are base64.  An INSERT carries ``data``, an UPDATE ``data`` and
-``old``, a DELETE ``old``.  WATERMARK goes to every partition, always.
+One event per message, without a Kafka key, in JSON (simple_json) or Avro
+(simple_avro) per ``encoding-format``; this module holds what the two share:
+which messages a batch or a control event makes and what goes into each.  An
+INSERT carries ``data``, an UPDATE ``data`` and ``old``, a DELETE ``old``; DDL
+and WATERMARK go to every partition; a table-level DDL carries the table's
+schema and, where the statement tells what it was, the schema before it.
 """
 
 from __future__ import annotations
 
 import base64
 import dataclasses
-import json
 from typing import Any
 
 import numpy as np
@@ -27,80 +24,66 @@ from ..ddl import CANAL_DDL_TYPES, DDLChange, defined_columns, renamed_from, sim
 from ..dispatch import Routing
 from ..errors import ContractError
 from ..messages import BROADCAST, Messages
-from ..mysql_types import Column, TableSchema
-from ..render import at_rows, join, string_scalar, value_text
+from ..mysql_types import TableSchema
+from ..render import at_rows, go_float_text, string_scalar
+from . import simple_avro, simple_json
 from .base import Decoder, DDLEvent, Encoder, RowEvent, WatermarkEvent
 from .canal_json import decode_value
-from .json_text import GO_JSON, base64_fragments, concat, json_fragments, object_parts, quote_json, quoted_names_of
+from .simple_avro import SimpleAvro
+from .simple_json import SimpleJSON
 from .simple_schema import SimpleTable, simple_table, table_id
 
-VERSION = 1
-_EVENT_TYPES = np.array(["", '"INSERT"', '"UPDATE"', '"DELETE"'], dtype=object)  # by OP_*
 # Table-level DDL whose table had the same shape before it (RENAME: under its old name).
 _SAME_SHAPE_BEFORE = frozenset({"rename table", "rename tables", "truncate table", "drop table"})
 
 
 class SimpleEncoder(Encoder):
-    """Simple JSON messages for one table shape, built a batch at a time."""
+    """Simple messages for one table shape, built a batch at a time."""
 
     def __init__(self, config: SinkConfig, table: TableSchema | None, **context):
         super().__init__(config, table, **context)
+        self.wire = (SimpleAvro if config.encoding_format == "avro" else SimpleJSON)(config.time_zone)
         if table is None:  # control events only (emit_ddl)
             return
         self.shape = simple_table(table, config)
-        # Go writes map members sorted by key (bytewise, which is code-point order).
+        # Go writes map members sorted by key (bytewise, which is code-point order); so does the sink in Avro.
         self._members = sorted(table.columns, key=lambda c: c.name)
-        self._heads = [quote_json(c.name, GO_JSON) + ":" for c in self._members]
-        self._timestamp_head = f'{{"location":{quote_json(config.time_zone, GO_JSON)},"value":"'
 
     # -- rows
 
     def encode_values(self, batch: ChangeBatch) -> pa.Array:
-        """One Simple JSON document per row of the batch, as a string array."""
-        n = batch.num_rows
-        row = concat(object_parts(self._heads, [self._fragments(batch.columns[c.name], c) for c in self._members]),
-                     n)
+        """One Simple message per row of the batch."""
+        n, wire = batch.num_rows, self.wire
+        row = self._rows(batch.columns, n)
         ops = batch.ops if batch.before is not None else np.where(batch.ops == OP_UPDATE, OP_INSERT, batch.ops)
-        is_delete, is_update = ops == OP_DELETE, ops == OP_UPDATE
-        data = pc.if_else(pa.array(is_delete), string_scalar(""), join(',"data":', row))
-        old = pc.if_else(pa.array(is_delete), join(',"old":', row), string_scalar(""))
+        is_delete, is_update = pa.array(ops == OP_DELETE), ops == OP_UPDATE
+        data = pc.if_else(is_delete, wire.no_member("data"), wire.member("data", row))
+        old = pc.if_else(is_delete, wire.member("old", row), wire.no_member("old"))
         if is_update.any():  # an update's old row comes from the before values, rendered for those rows only
             updates = pa.array(np.flatnonzero(is_update))
-            before = concat(object_parts(self._heads, [self._fragments(batch.before[c.name].take(updates), c)
-                                                       for c in self._members]), len(updates))
-            old = at_rows(old, is_update, join(',"old":', before), n)
-        return concat([
-            f'{{"version":{VERSION},"database":', quoted_names_of(batch.databases, GO_JSON),
-            ',"table":', quoted_names_of(batch.tables, GO_JSON),
-            ',"tableID":', self._table_ids(batch),
-            ',"type":', pa.array(_EVENT_TYPES[ops], pa.string()),
-            ',"commitTs":', pa.array(batch.commit_ts).cast(pa.string()),
-            f',"buildTs":{self.clock()},"schemaVersion":{self.shape.version}', data, old, "}",
-        ], n)
+            before = self._rows({c.name: batch.before[c.name].take(updates) for c in self._members}, len(updates))
+            old = at_rows(old, is_update, wire.member("old", before), n)
+        names = _one_name_or_all(batch.databases), _one_name_or_all(batch.tables)
+        return wire.dml(*names, self._table_ids(batch), ops, batch.commit_ts, self.clock(), self.shape.version,
+                        data, old, n)
+
+    def _rows(self, columns, n: int) -> pa.Array:
+        return self.wire.row([c.name for c in self._members],
+                             [self.wire.value_fragments(columns[c.name], c) for c in self._members], n)
 
     def encode_rows(self, batch: ChangeBatch, routing: Routing) -> Messages:
         """One message per row, without a key."""
         return Messages(routing.topics, routing.topic_of_message, routing.partition_of_row, None,
                         self.encode_values(batch), np.arange(batch.num_rows))
 
-    def _table_ids(self, batch: ChangeBatch) -> pa.Array | str:
+    def _table_ids(self, batch: ChangeBatch) -> np.ndarray | int:
         """Each row's ``tableID``: one per table name (the batch has one, but for a ``_table`` column)."""
         names = pc.binary_join_element_wise(batch.databases, batch.tables, string_scalar("\x00"))
         dictionary = names.dictionary_encode()
-        ids = [str(table_id(*name.split("\x00"), self.config)) for name in dictionary.dictionary.to_pylist()]
+        ids = [table_id(*name.split("\x00"), self.config) for name in dictionary.dictionary.to_pylist()]
         if len(ids) == 1:
             return ids[0]
-        return pa.array(ids, pa.string()).take(dictionary.indices)
-
-    def _fragments(self, values: pa.Array, column: Column) -> pa.Array:
-        """The JSON value of each row of a column: a string, a TIMESTAMP object, or ``null``."""
-        t = column.type
-        if t.is_string and t.binary:
-            return base64_fragments(values)
-        text = value_text(values, t, self.config.time_zone)
-        if t.kind == "timestamp":
-            return pc.fill_null(join(self._timestamp_head, text, '"}'), string_scalar("null"))
-        return json_fragments(text, escape=t.is_string or t.kind == "json", style=GO_JSON)
+        return np.array(ids, dtype=np.int64)[dictionary.indices.to_numpy(zero_copy_only=False)]
 
     # -- control events
 
@@ -117,49 +100,49 @@ class SimpleEncoder(Encoder):
     def encode_ddl(self, ddl: DDLChange, topic: str) -> Messages:
         """The DDL to every partition of the topic, with the table's schema after it and, where the statement
         tells, before it (see ``_schema_before``); a database-level DDL has neither."""
-        value = f'{{"version":{VERSION},"type":"{self._ddl_type(ddl)}"'
-        if ddl.query:
-            value += f',"sql":{quote_json(ddl.query, GO_JSON)}'
-        value += f',"commitTs":{ddl.commit_ts},"buildTs":{self.clock()}'
+        after = before = None
         if ddl.table:
             if self.table is None:
                 raise ContractError(self.config.ddl_column, ddl.query, f"DDL of {ddl.database}.{ddl.table}",
                                     "Simple's DDL event carries the table's schema: send it as a DDL row of a "
                                     "DataFrame with the table's columns, not with emit_ddl")
-            value += ',"tableSchema":' + self._schema_json(self.shape, ddl.database, ddl.table)
+            after = self._table_schema(self.shape, ddl.database, ddl.table)
             before = self._schema_before(ddl)
-            if before is not None:
-                value += ',"preTableSchema":' + before
-        return Messages.one(topic, BROADCAST, None, value + "}")
+        value = self.wire.ddl(self._ddl_type(ddl), ddl.query, ddl.commit_ts, self.clock(), after, before)
+        return Messages.one(topic, BROADCAST, None, value)
 
-    def encode_bootstrap(self, database: str, table: str) -> str:
-        """The BOOTSTRAP message of the writing table (its ``commitTs`` is always 0)."""
-        return (f'{{"version":{VERSION},"type":"BOOTSTRAP","commitTs":0,"buildTs":{self.clock()},'
-                f'"tableSchema":{self._schema_json(self.shape, database, table)}}}')
+    def encode_bootstrap(self, database: str, table: str) -> str | bytes:
+        """The BOOTSTRAP message of the writing table (JSON gives it ``commitTs`` 0)."""
+        return self.wire.bootstrap(self.clock(), self._table_schema(self.shape, database, table))
 
-    def _schema_json(self, shape: SimpleTable, database: str, table: str) -> str:
-        return shape.json(database, table, table_id(database, table, self.config))
+    def _table_schema(self, shape: SimpleTable, database: str, table: str):
+        return self.wire.table_schema(shape, database, table, table_id(database, table, self.config))
 
-    def _schema_before(self, ddl: DDLChange) -> str | None:
+    def _schema_before(self, ddl: DDLChange):
         """The table's schema before the DDL where the statement determines it: the same shape for RENAME
         (under the old name), TRUNCATE and DROP TABLE; without the added columns for ADD COLUMN.  Otherwise
         the sink cannot know it and leaves it out, as TiCDC's newer encoder does for all but EXCHANGE
         PARTITION; CREATE has none."""
         if ddl.action in _SAME_SHAPE_BEFORE:
             database, table = renamed_from(ddl) or (ddl.database, ddl.table)
-            return self._schema_json(self.shape, database, table)
+            return self._table_schema(self.shape, database, table)
         if ddl.action == "add column":
             added = set(defined_columns(ddl.query))
             kept = tuple(c for c in self.table.columns if c.name.lower() not in added)
             before = dataclasses.replace(self.table, columns=kept, indexes=tuple(
                 i for i in self.table.indexes if all(c.lower() not in added for c in i.columns)))
-            return self._schema_json(simple_table(before, None), ddl.database, ddl.table)
+            return self._table_schema(simple_table(before, None), ddl.database, ddl.table)
         return None
 
     def encode_watermark(self, ts: int, topics: list[str]) -> Messages:
         """WATERMARK to every partition (TiCDC sends Simple's whatever the TiDB extension says)."""
-        value = f'{{"version":{VERSION},"type":"WATERMARK","commitTs":{ts},"buildTs":{self.clock()}}}'
-        return Messages.to_every_partition(topics, None, value)
+        return Messages.to_every_partition(topics, None, self.wire.watermark(ts, self.clock()))
+
+
+def _one_name_or_all(names: pa.Array) -> pa.Array | str:
+    """A batch's database or table names: the one name when all rows share it."""
+    distinct = pc.unique(names)
+    return distinct[0].as_py() if len(distinct) == 1 else names
 
 
 # ---------------------------------------------------------------------------
@@ -176,7 +159,8 @@ class SimpleDecoder(Decoder):
     Rows are typed by their column's ``dataType``: integers, BIT, YEAR, ENUM (index) and SET (bitmask) int,
     FLOAT/DOUBLE float, DECIMAL Decimal, DATE date, DATETIME and TIMESTAMP naive datetime (TIMESTAMP in its
     ``location``), binary strings bytes; TIME, JSON and text str.  A BOOTSTRAP is a DDLEvent of type
-    ``BOOTSTRAP`` with no query, as TiCDC's decoder returns it.
+    ``BOOTSTRAP`` with no query, as TiCDC's decoder returns it.  Each message is read in the encoding it is
+    in (an Avro message starts with the byte 0x16, a JSON one with ``{``).
     """
 
     def __init__(self, config=None):
@@ -190,10 +174,10 @@ class SimpleDecoder(Decoder):
         return len(self._waiting)
 
     def decode(self, key: bytes | None, value: bytes) -> list:
-        doc = json.loads(value)
+        doc = (simple_avro.read if value[:1] == b"\x16" else simple_json.read)(value)
         if doc["type"] == "WATERMARK":
             return [WatermarkEvent(doc["commitTs"])]
-        if "data" in doc or "old" in doc:
+        if doc["type"] in ("INSERT", "UPDATE", "DELETE"):
             event = self._row(doc)
             if event is None:
                 self._waiting.append(doc)
@@ -205,7 +189,7 @@ class SimpleDecoder(Decoder):
                 self._schemas.setdefault((schema["schema"], schema["table"], schema["version"]), schema)
         table = doc.get("tableSchema") or {}
         ddl = DDLEvent(table.get("schema", ""), table.get("table", ""), doc.get("sql", ""), doc["type"],
-                       doc["commitTs"])
+                       doc.get("commitTs", 0))  # Avro's BOOTSTRAP has none; JSON's says 0
         waiting, self._waiting = self._waiting, []
         released = [e for e in map(self._row, waiting) if e is not None]
         self._waiting = [doc for doc in waiting if self._schema_of(doc) is None]
@@ -232,11 +216,16 @@ class SimpleDecoder(Decoder):
 
 
 def _decode_value(value: Any, data_type: dict) -> Any:
-    if value is None:
-        return None
+    """A value as JSON (a string, or a TIMESTAMP object) or Avro (a typed union branch) gives it."""
+    if value is None or isinstance(value, bytes):
+        return value
+    if isinstance(value, int):  # Avro's long: an unsigned type's (BIT's too) 64 bits as a signed number
+        return value % 2**64 if value < 0 and data_type.get("unsigned") else value
     mysql_type = data_type["mysqlType"]
-    if mysql_type == "timestamp":
-        return decode_value(value["value"], mysql_type)
+    if isinstance(value, dict):  # a TIMESTAMP, or Avro's UnsignedBigint (the 64 bits as a signed long)
+        return decode_value(value["value"], mysql_type) if "location" in value else value["value"] % 2**64
+    if isinstance(value, float):  # Avro's float and double: as the JSON text of the same value reads
+        return float(go_float_text(value, 32 if mysql_type == "float" else 64))
     if data_type["charset"] == "binary" and ("binary" in mysql_type or "blob" in mysql_type):
         return base64.b64decode(value)
     return decode_value(value, mysql_type)
