@@ -102,9 +102,19 @@ def write_feed(path: Path, rows: int, batch_rows: int = 50_000, seed: int = 7) -
     return path
 
 
+# What the bench measures: every protocol, and Simple's Avro encoding as one of its own.
+BENCHED = ("open-protocol", "canal-json", "avro", "debezium", "simple", "simple-avro")
+
+
+def spark_schema():
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    return from_arrow_schema(SCHEMA)
+
+
 def sink_options(bootstrap_servers: str, topic: str, delivery: str = "at-least-once",
                  protocol: str = "canal-json", schema_registry: str | None = None) -> dict[str, str]:
-    """The sink's options for writing the feed to ``topic``.
+    """The sink's options for writing the feed to ``topic`` (``protocol``: one of BENCHED).
 
     The avro protocol registers one table's schemas per topic, so its topic
     option must be an expression: ``<topic>_{schema}_{table}`` (``topic_written``
@@ -112,7 +122,7 @@ def sink_options(bootstrap_servers: str, topic: str, delivery: str = "at-least-o
     and the TiDB extension on, without which its updates read as inserts.
     Debezium runs with the TiDB extension too (``tidb_type`` in the field
     schemas, ``commit_ts`` and ``cluster_id`` in the source schema, watermarks),
-    as the tests run it.
+    as the tests run it. ``simple-avro`` is Simple with ``encoding-format=avro``.
     """
     options = {"kafka.bootstrap.servers": bootstrap_servers, "protocol": protocol, "topic": topic,
                "database": DATABASE, "table": TABLE, "primary-key": "id", "column-types": COLUMN_TYPES,
@@ -123,6 +133,8 @@ def sink_options(bootstrap_servers: str, topic: str, delivery: str = "at-least-o
             options["schema-registry"] = schema_registry
     elif protocol == "debezium":
         options["enable-tidb-extension"] = "true"
+    elif protocol == "simple-avro":
+        options.update({"protocol": "simple", "encoding-format": "avro"})
     return options
 
 

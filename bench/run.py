@@ -48,10 +48,10 @@ BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 
 from baselines import HANDWRITTEN, STANDARD_SERIALIZER, AvroTarget, produce_all, serializer_choices  # noqa: E402
-from feed import SCHEMA, sink_options, topic_written, write_feed  # noqa: E402
+from feed import BENCHED, sink_options, spark_schema, topic_written, write_feed  # noqa: E402
 
 from ticdc_sink.changes import ChangeBatchBuilder, InputLayout  # noqa: E402
-from ticdc_sink.codec import IMPLEMENTED_PROTOCOLS, encoder_for  # noqa: E402
+from ticdc_sink.codec import encoder_for  # noqa: E402
 from ticdc_sink.config import parse_options  # noqa: E402
 from ticdc_sink.dispatch import Routing  # noqa: E402
 from ticdc_sink.redact import mask_url  # noqa: E402
@@ -61,7 +61,8 @@ ENCODE_TARGET = 5.0  # each protocol's encode-only vs its hand-written encode st
 OUTPUT_TARGET = 0.60  # end-to-end at-least-once vs the bare producer limit
 RSS_TARGET_MB = 500
 TOPIC_PARTITIONS = 3  # of the topics the bench creates itself
-TITLES = {"canal-json": "Canal-JSON", "open-protocol": "Open Protocol", "avro": "Avro", "debezium": "Debezium"}
+TITLES = {"canal-json": "Canal-JSON", "open-protocol": "Open Protocol", "avro": "Avro", "debezium": "Debezium",
+          "simple": "Simple (JSON)", "simple-avro": "Simple (Avro)"}
 REGISTRY_DOUBLE = BENCH.parent / "tests" / "schema_registry_double.py"
 CHECK_ROWS = 5_000  # rows whose hand-written Avro and Debezium messages must be the sink's, byte for byte
 ENCODE_TOPIC = "bench"  # the topic (avro: its stem) of the encode-only runs, which write nowhere
@@ -87,12 +88,6 @@ class Result:
     @property
     def rows_per_second(self) -> float:
         return self.rows / self.seconds if self.seconds else 0.0
-
-
-def spark_schema():
-    from pyspark.sql.pandas.types import from_arrow_schema
-
-    return from_arrow_schema(SCHEMA)
 
 
 def read_feed(path: Path) -> pa.Table:
@@ -238,6 +233,33 @@ def check_debezium_baseline(table: pa.Table, rows: int = CHECK_ROWS) -> str:
     return (f"The hand-written Debezium messages ({', '.join(choices)}) equal the sink's byte for byte, keys and "
             f"values with their schemas, on the feed's first {sample.num_rows:,} rows ({_op_counts(sample)}), "
             "the payload's ts_ms (the clock when encoded, not source.ts_ms) set to 0 in both.")
+
+
+_BUILD_TS = re.compile(rb'"buildTs":[0-9]+,')
+
+
+def _without_build_ts(protocol: str, messages: list[tuple[bytes | None, bytes | None]]) -> list:
+    """Simple messages with the encoding clock (``buildTs``) set to 0: JSON's text, Avro's decoded fields
+    and byte length (the clock's varint has the same width in both)."""
+    if protocol == "simple":
+        return [(key, _BUILD_TS.sub(b'"buildTs":0,', value, count=1)) for key, value in messages]
+    from ticdc_sink.codec.simple_avro import read
+
+    return [(key, len(value), {**read(value), "buildTs": 0}) for key, value in messages]
+
+
+def check_simple_baseline(table: pa.Table, protocol: str, rows: int = CHECK_ROWS) -> str:
+    """Fails unless each hand-written Simple encoder's messages are the sink's on the feed's first ``rows``
+    rows, the encoding clock aside: then the encode-only speeds compare like for like."""
+    sample = table.slice(0, rows)
+    sink = _without_build_ts(protocol, sink_messages(sample, encode_options(protocol, None)))
+    choices = serializer_choices(protocol)
+    for name, serializer in choices.items():
+        hand = [(key, value) for _, key, value in HANDWRITTEN[protocol](sample.to_pylist(), serializer)]
+        _same_messages(f"hand-written {title(protocol)} messages ({name})", sink, _without_build_ts(protocol, hand))
+    same = "byte for byte" if protocol == "simple" else "field for field, and in length"
+    return (f"The hand-written {title(protocol)} messages ({', '.join(choices)}) equal the sink's {same} on the "
+            f"feed's first {sample.num_rows:,} rows ({_op_counts(sample)}), buildTs (the encoding clock) aside.")
 
 
 # ---------------------------------------------------------------------------
@@ -535,6 +557,8 @@ def profile_shares(stats: pstats.Stats) -> str:
         "  of which joining fragments into records (avro._concat)": "_concat",
         "  of which Debezium column values, new and old rows (debezium_types.value_fragments)": "value_fragments",
         "  of which Debezium op and old rows, their values included (debezium._op_and_old_rows)": "_op_and_old_rows",
+        "  of which Simple column values, new and old rows (simple_json/simple_avro column_fragments)":
+            "column_fragments",
     }
     total = stats.total_tt or 1.0
     lines = [f"Encoder time {total:.2f} s (under the profiler), of which:"]
@@ -643,11 +667,11 @@ def report(results: list[Result], args, profiles: dict[str, str], services: str,
 
 
 def protocol_list(text: str) -> list[str]:
-    """``--protocols``: implemented protocols, separated by commas."""
+    """``--protocols``: protocols (``simple-avro``: Simple in Avro), separated by commas."""
     protocols = [p.strip() for p in text.split(",") if p.strip()]
-    unknown = [p for p in protocols if p not in IMPLEMENTED_PROTOCOLS]
+    unknown = [p for p in protocols if p not in BENCHED]
     if unknown or not protocols:
-        raise argparse.ArgumentTypeError(f"expected some of {', '.join(IMPLEMENTED_PROTOCOLS)}, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected some of {', '.join(BENCHED)}, got {text!r}")
     return protocols
 
 
@@ -744,8 +768,8 @@ def parse_args(argv: list[str] | None):
     parser.add_argument("--bootstrap-servers", help="an existing Kafka cluster (default: the embedded broker)")
     parser.add_argument("--schema-registry", metavar="URL",
                         help="a Schema Registry for avro (default: the tests' in-process TEST DOUBLE)")
-    parser.add_argument("--protocols", type=protocol_list, default=list(IMPLEMENTED_PROTOCOLS),
-                        help=f"comma-separated (default: {','.join(IMPLEMENTED_PROTOCOLS)})")
+    parser.add_argument("--protocols", type=protocol_list, default=list(BENCHED),
+                        help=f"comma-separated (default: {','.join(BENCHED)})")
     parser.add_argument("--encode-only", action="store_true", help="only the encode-only runs: no broker, no Spark")
     parser.add_argument("--output", type=Path,
                         help="default: bench/RESULTS.md for a complete run, bench/.data/PARTIAL.md for any other")
@@ -755,7 +779,7 @@ def parse_args(argv: list[str] | None):
         args.rows, args.rss_rows = min(args.rows, 20_000), min(args.rss_rows, 20_000)
     if args.output is None:  # only a complete run replaces the committed results
         complete = (not args.small and not args.encode_only and args.rows == 1_000_000
-                    and args.rss_rows == 5_000_000 and args.protocols == list(IMPLEMENTED_PROTOCOLS))
+                    and args.rss_rows == 5_000_000 and args.protocols == list(BENCHED))
         args.output = BENCH / "RESULTS.md" if complete else args.data_dir / "PARTIAL.md"
     return args
 
@@ -778,6 +802,9 @@ def main(argv: list[str] | None = None) -> int:
             elif protocol == "debezium":
                 say(f"checking the hand-written Debezium messages against the sink's ({CHECK_ROWS:,} rows)")
                 checks.append(check_debezium_baseline(table))
+            elif protocol in ("simple", "simple-avro"):
+                say(f"checking the hand-written {title(protocol)} messages against the sink's ({CHECK_ROWS:,} rows)")
+                checks.append(check_simple_baseline(table, protocol))
             protocol_results, profiles[protocol] = encode_runs(table, protocol, registry, avro,
                                                                turns=1 if args.small else ENCODE_TURNS)
             results += protocol_results

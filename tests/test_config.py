@@ -13,8 +13,6 @@ import pickle
 import pytest
 
 from ticdc_sink import codec
-from ticdc_sink import config as config_module
-from ticdc_sink.config import IMPLEMENTED_PROTOCOLS
 from ticdc_sink.config import (
     DELIVERY_MODES,
     DISPATCHERS,
@@ -49,12 +47,6 @@ def with_base(**extra):
     options = dict(BASE)
     options.update(extra)
     return options
-
-
-@pytest.fixture
-def every_protocol_available(monkeypatch):
-    """Every protocol taken as implemented, to test the option rules of the codecs to come."""
-    monkeypatch.setattr(config_module, "IMPLEMENTED_PROTOCOLS", PROTOCOLS)
 
 
 # ---------------------------------------------------------------------------
@@ -310,31 +302,14 @@ def test_zero_is_allowed_for_ids_and_versions(option, attr):
 # Choice options
 
 
-def test_the_implemented_protocols_are_the_codec_registry():
-    assert set(IMPLEMENTED_PROTOCOLS) == set(codec._CODECS)
+def test_every_protocol_has_a_codec():
+    assert set(PROTOCOLS) == set(codec._CODECS)
 
 
-@pytest.mark.parametrize("protocol", IMPLEMENTED_PROTOCOLS)
-def test_every_implemented_protocol(protocol):
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_every_protocol_parses(protocol):
     registry = {"schema-registry": "http://sr:8081"} if protocol == "avro" else {}
     assert parse_options(with_base(protocol=protocol, topic="t_{schema}_{table}", **registry)).protocol == protocol
-
-
-@pytest.mark.parametrize("protocol", [p for p in PROTOCOLS if p not in IMPLEMENTED_PROTOCOLS])
-@pytest.mark.parametrize(
-    "options",
-    [
-        with_base(topic="orders"),  # a fixed topic: the avro codec will want {schema} and {table}
-        {"sink-uri": "kafka://h:9092/orders"},
-        {},  # no brokers and no topic
-        with_base(**{"max-batch-size": "0", "partition": "random", "time-zone": "Mars/Base"}),
-    ],
-)
-def test_a_protocol_not_available_is_the_first_error(protocol, options):
-    options = {**options, "protocol": protocol.upper()}
-    err = error(options)
-    assert str(err) == (f"option 'protocol': bad value {protocol!r}: not available in this version; "
-                        f"available: {', '.join(IMPLEMENTED_PROTOCOLS)}")
 
 
 def test_protocols_are_the_design_list():
@@ -560,7 +535,6 @@ def test_avro_refuses_topic_without_schema_and_table(topic):
     assert "avro" in str(err)
 
 
-@pytest.mark.usefixtures("every_protocol_available")
 @pytest.mark.parametrize("protocol", ["open-protocol", "canal-json", "debezium", "simple"])
 def test_other_protocols_accept_a_fixed_topic(protocol):
     assert parse(protocol=protocol, topic="fixed").topic == "fixed"

@@ -24,7 +24,7 @@ from pyspark.sql import types as T
 
 from ticdc_sink.broker import BrokerProxy
 from protocols import CANAL, ProtocolUnderTest
-from ticdc_sink.codec import IMPLEMENTED_PROTOCOLS, decoder_for
+from ticdc_sink.codec import PROTOCOLS, decoder_for
 from ticdc_sink.codec.base import RowEvent, WatermarkEvent
 from ticdc_sink.config import parse_options
 from ticdc_sink.errors import DeliveryError, TaskTimeoutError
@@ -44,7 +44,7 @@ ABORT_ISOLATION_GAP = ("the broker shows aborted transactional messages to read_
                        "(Tansu's known gap); this check runs on real Kafka in the integration suite")
 
 
-@pytest.fixture(params=IMPLEMENTED_PROTOCOLS)
+@pytest.fixture(params=PROTOCOLS)
 def protocol(request) -> str:
     """Every protocol, for the delivery checks that hold whatever the encoding (one message or a frame per row)."""
     return request.param

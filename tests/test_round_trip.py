@@ -18,7 +18,7 @@ from pyspark.sql import types as T
 
 from changefeed import build, schema
 from protocols import CARRIES
-from ticdc_sink.codec import IMPLEMENTED_PROTOCOLS, decoder_for, encoder_for
+from ticdc_sink.codec import PROTOCOLS, decoder_for, encoder_for
 from ticdc_sink.codec.base import RowEvent
 from ticdc_sink.dispatch import Routing
 
@@ -114,6 +114,8 @@ def round_trip(protocol: str, rows: list[dict], partitions: list[int], **options
     messages = encoder.encode_rows(changes, routing)
     assert encoder.finish() is None or len(encoder.finish()) == 0
     decoder = decoder_for(config)
+    if encoder.bootstrap_version is not None:  # Simple: rows decode once their table's schema arrived
+        decoder.decode(None, encoder.bootstrap_messages("d", "m", "t").values[0].as_py())
     keys = messages.keys.to_pylist() if messages.keys is not None else [None] * len(messages)
     events = []
     for key, value, partition in zip(keys, messages.values.to_pylist(), messages.partitions.tolist()):
@@ -122,7 +124,7 @@ def round_trip(protocol: str, rows: list[dict], partitions: list[int], **options
     return events
 
 
-@pytest.mark.parametrize("protocol", IMPLEMENTED_PROTOCOLS)
+@pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_every_type_round_trips_in_inserts_updates_and_deletes(protocol, protocol_options):
     second = changed(VALUES, id=2)
     rows = [
@@ -151,7 +153,7 @@ def test_every_type_round_trips_in_inserts_updates_and_deletes(protocol, protoco
     assert_columns(delete.columns, DECODED if carries.whole_deleted_row else {"id": 1})
 
 
-@pytest.mark.parametrize("protocol", IMPLEMENTED_PROTOCOLS)
+@pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_many_rows_come_back_in_order_per_partition(protocol, protocol_options):
     rows = [row("INSERT", i, changed(VALUES, id=i, s=f"row {i}")) for i in range(1, 101)]
     events = round_trip(protocol, rows, [i % 3 for i in range(1, 101)], max_batch_size="7", **protocol_options)

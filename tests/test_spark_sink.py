@@ -11,7 +11,7 @@ from pyspark.errors import PySparkException
 from pyspark.sql import types as T
 
 from protocols import CANAL, ProtocolUnderTest
-from ticdc_sink.codec import IMPLEMENTED_PROTOCOLS
+from ticdc_sink.codec import PROTOCOLS
 from ticdc_sink.codec.base import DDLEvent, RowEvent, WatermarkEvent
 from ticdc_sink.kafka_io import read_messages
 
@@ -85,7 +85,7 @@ def write_batch(spark, rows, options, schema=CHANGES, partitions=2):
         .options(**options).save()
 
 
-@pytest.mark.parametrize("protocol", IMPLEMENTED_PROTOCOLS)
+@pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_batch_write_found_by_name_round_trips(spark, broker, topic, under_test):
     rows = [row(i, ts=i) for i in range(1, 41)]
     options = sink_options(broker, topic, under_test, **{"enable-tidb-extension": "true", "partition": "index-value"})
@@ -120,7 +120,7 @@ def test_register_is_safe_where_spark_already_found_the_source(spark, broker, to
     assert [e.columns["id"] for _, e in decoded(broker, topic, expect=1)] == [1]
 
 
-@pytest.mark.parametrize("protocol", IMPLEMENTED_PROTOCOLS)
+@pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_streaming_micro_batches_with_updates_deletes_and_ddl(spark, broker, topic, tmp_path, under_test):
     # DDL rows leave the table columns null, so they are nullable here; the primary key is NOT NULL anyway.
     nullable = [T.StructField(f.name, f.dataType) for f in COLUMNS]

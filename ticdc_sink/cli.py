@@ -30,7 +30,7 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
 from .broker import BrokerError, EmbeddedBroker
-from .codec import IMPLEMENTED_PROTOCOLS, decoder_for
+from .codec import PROTOCOLS, decoder_for
 from .codec.base import DDLEvent, Decoder, RowEvent, WatermarkEvent
 from .codec.open_protocol import split_frame
 from .ddl import ACTION_CODES
@@ -451,7 +451,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo_help = "stream a synthetic change feed through Spark into Kafka and show what a reader sees"
     demo = commands.add_parser("demo", parents=[common], help=demo_help, description=demo_help)
-    demo.add_argument("--protocol", default="canal-json", choices=IMPLEMENTED_PROTOCOLS)
+    demo.add_argument("--protocol", default="canal-json", choices=PROTOCOLS)
     demo.add_argument("--bootstrap-servers", metavar="HOST:PORT[,HOST:PORT...]",
                       help="an existing Kafka cluster (default: start the embedded broker)")
     demo.add_argument("--topic", default=f"ticdc-demo-{int(time.time())}",
@@ -463,7 +463,7 @@ def build_parser() -> argparse.ArgumentParser:
     tail = commands.add_parser("tail", parents=[common], help=tail_help, description=tail_help)
     tail.add_argument("--bootstrap-servers", required=True, metavar="HOST:PORT[,HOST:PORT...]")
     tail.add_argument("--topic", required=True)
-    tail.add_argument("--protocol", required=True, choices=IMPLEMENTED_PROTOCOLS)
+    tail.add_argument("--protocol", required=True, choices=PROTOCOLS)
     tail.add_argument("--idle-seconds", type=float, default=5.0,
                       help="stop after this long without a new message (default 5)")
     tail.add_argument("--max-messages", type=int, help="stop after this many messages")

@@ -380,57 +380,75 @@ def _marker_consumer(output: "KafkaOutput", group: str):
                      "group.id": group, "enable.auto.commit": False, "isolation.level": "read_committed"})
 
 
-def _read_marker(output: "KafkaOutput", consumer, group: str) -> Marker:
+def _committed(output: "KafkaOutput", consumer, group: str) -> list[int | None]:
+    """The offsets ``group`` committed on the marker topic's partitions, None where it committed none."""
     from confluent_kafka import TopicPartition
 
     topic, timeout = output.config.marker_topic, output.config.broker_timeout_ms / 1000
     try:
-        batch, watermark, input_rows = consumer.committed(
-            [TopicPartition(topic, p) for p in (_MARKER_BATCH, _MARKER_WATERMARK, _MARKER_INPUT_ROWS)],
-            timeout=timeout)
+        partitions = consumer.committed([TopicPartition(topic, p) for p in range(_MARKER_PARTITIONS)],
+                                        timeout=timeout)
     except KafkaException as e:
         raise DeliveryError(f"cannot read the marker of {group!r} from {output.config.bootstrap_servers}: "
                             f"{e.args[0].str()}") from None
-    for partition in (batch, watermark, input_rows):
+    for partition in partitions:
         if partition.error is not None:
             raise DeliveryError(f"cannot read the marker of {group!r} from {output.config.bootstrap_servers}: "
                                 f"{partition.error.str()}")
-    return Marker(batch.offset - 1 if batch.offset >= 0 else None, max(watermark.offset, 0),
-                  input_rows.offset if input_rows.offset >= 0 else None)
+    return [p.offset if p.offset >= 0 else None for p in partitions]
 
 
-def _marker_offsets(config: SinkConfig, batch_id: int, watermark: int | None = None,
-                    input_rows: int | None = None) -> list:
+def _marker(offsets: list[int | None]) -> Marker:
+    batch, watermark, input_rows = offsets
+    return Marker(None if batch is None else batch - 1, watermark or 0, input_rows)
+
+
+def _marker_offsets(batch_id: int, watermark: int | None = None, input_rows: int | None = None) -> dict[int, int]:
+    offsets = {_MARKER_BATCH: batch_id + 1}
+    if watermark:
+        offsets[_MARKER_WATERMARK] = watermark
+    if input_rows is not None:
+        offsets[_MARKER_INPUT_ROWS] = input_rows
+    return offsets
+
+
+def _topic_partitions(config: SinkConfig, offsets: dict[int, int]) -> list:
     from confluent_kafka import TopicPartition
 
-    offsets = [TopicPartition(config.marker_topic, _MARKER_BATCH, batch_id + 1)]
-    if watermark:
-        offsets.append(TopicPartition(config.marker_topic, _MARKER_WATERMARK, watermark))
-    if input_rows is not None:
-        offsets.append(TopicPartition(config.marker_topic, _MARKER_INPUT_ROWS, input_rows))
-    return offsets
+    return [TopicPartition(config.marker_topic, partition, offset) for partition, offset in offsets.items()]
 
 
 def read_marker(output: "KafkaOutput", group: str) -> Marker:
     """The marker of ``group`` (no transaction involved)."""
+    return _marker(read_group_offsets(output, group))
+
+
+def read_group_offsets(output: "KafkaOutput", group: str) -> list[int | None]:
+    """What ``group`` committed on each partition of the marker topic (None: nothing), outside transactions:
+    the sink's other records of a query (Simple's bootstrap state)."""
     _marker_partitions(output)
     consumer = _marker_consumer(output, group)
     try:
-        return _read_marker(output, consumer, group)
+        return _committed(output, consumer, group)
+    finally:
+        consumer.close()
+
+
+def commit_group_offsets(output: "KafkaOutput", group: str, offsets: dict[int, int]) -> None:
+    """Record ``offsets`` (marker-topic partition -> offset) for ``group`` without a transaction."""
+    consumer = _marker_consumer(output, group)
+    try:
+        consumer.commit(offsets=_topic_partitions(output.config, offsets), asynchronous=False)
+    except KafkaException as e:
+        raise DeliveryError(f"cannot record the marker of {group!r} on {output.config.bootstrap_servers}: "
+                            f"{e.args[0].str()}") from None
     finally:
         consumer.close()
 
 
 def write_marker(output: "KafkaOutput", group: str, batch_id: int, watermark: int | None) -> None:
     """Record ``batch_id`` (and the watermark) for ``group`` without a transaction (at-least-once)."""
-    consumer = _marker_consumer(output, group)
-    try:
-        consumer.commit(offsets=_marker_offsets(output.config, batch_id, watermark), asynchronous=False)
-    except KafkaException as e:
-        raise DeliveryError(f"cannot record the marker of {group!r} on {output.config.bootstrap_servers}: "
-                            f"{e.args[0].str()}") from None
-    finally:
-        consumer.close()
+    commit_group_offsets(output, group, _marker_offsets(batch_id, watermark))
 
 
 class TransactionalOutput(KafkaOutput):
@@ -460,7 +478,7 @@ class TransactionalOutput(KafkaOutput):
         self._transaction_call("init_transactions", self._producer.init_transactions, self._timeout)
         consumer = _marker_consumer(self, self.marker_group)
         try:
-            marker = _read_marker(self, consumer, self.marker_group)
+            marker = _marker(_committed(self, consumer, self.marker_group))
             self._group_metadata = consumer.consumer_group_metadata()
         finally:
             consumer.close()
@@ -490,7 +508,7 @@ class TransactionalOutput(KafkaOutput):
         self.flush()
         self.check_deadline()
         self._transaction_call("send_offsets_to_transaction", self._producer.send_offsets_to_transaction,
-                               _marker_offsets(self.config, batch_id, watermark, input_rows),
+                               _topic_partitions(self.config, _marker_offsets(batch_id, watermark, input_rows)),
                                self._group_metadata, self._timeout)
         self._transaction_call("commit_transaction", self._producer.commit_transaction, self._timeout)
         self._open = False

@@ -19,6 +19,7 @@ from typing import Iterable, Iterator
 import pyarrow as pa
 from pyspark.sql.datasource import WriterCommitMessage
 
+from .bootstrap import Table, TaskBootstraps, driver_bootstraps
 from .changes import ChangeBatch, ChangeBatchBuilder, InputLayout
 from .codec import Encoder, encoder_for
 from .config import SinkConfig
@@ -51,6 +52,8 @@ class TaskReport(WriterCommitMessage):
     repeated_rows: int | None = None  # an earlier attempt, cut short, had committed this many input rows
     unsorted: bool = False  # some Arrow batch started below the commit ts of an earlier one
     spans: dict[tuple[str, int], Span] = field(default_factory=dict)  # what went into each Kafka partition
+    table_rows: dict[Table, int] = field(default_factory=dict)  # row changes per table (protocols with BOOTSTRAP)
+    bootstrapped: set[Table] = field(default_factory=set)  # tables whose BOOTSTRAP this task sent
 
     def repeat_note(self) -> str:
         """What consumers see twice because an earlier attempt of this task was cut short."""
@@ -217,6 +220,10 @@ class WritePlan:
         router = TopicRouter(config)
         dispatcher = PartitionDispatcher(config, table)
         deadline_check = getattr(output, "check_deadline", None)
+        bootstraps = None
+        if produce and encoder.bootstrap_version is not None:
+            bootstraps = TaskBootstraps(config, encoder, output,
+                                        report.identity.marker_prefix if report.identity else None)
         started, next_progress = time.monotonic(), PROGRESS_EVERY_ROWS
         ts_spans: dict[tuple[str, int], list[int]] = {}
         for record_batch in batches:
@@ -236,6 +243,8 @@ class WritePlan:
             routing = route(changes, router, dispatcher, output.partition_count)
             report.topics.update(routing.partition_counts)
             if produce:
+                for schema in bootstraps.before(changes) if bootstraps is not None else ():
+                    report.messages += output.produce(schema)
                 messages = encoder.encode_rows(changes, routing)
                 check_message_sizes(config, messages, changes)
                 report.messages += output.produce(messages)
@@ -249,6 +258,8 @@ class WritePlan:
                 log.info("ticdc sink: %d rows encoded (%.0f rows/s), %d acknowledged",
                          report.rows, report.rows / max(elapsed, 1e-9), output.delivered)
                 next_progress += PROGRESS_EVERY_ROWS
+        if bootstraps is not None:
+            report.table_rows, report.bootstrapped = bootstraps.rows, bootstraps.sent
         pending = encoder.finish() if produce else None
         if pending is not None:
             check_message_sizes(config, pending, None)
@@ -274,10 +285,15 @@ class WritePlan:
         task_of = {id(r): r.identity.partition if r.identity else i for i, r in enumerate(reports)}
         check_order(self.config, {task_of[id(r)]: r.spans for r in reports}, what,
                     [task_of[id(r)] for r in reports if r.unsorted])
+        table_rows: dict[Table, int] = {}
         for r in reports:
             if r.repeated_rows is not None:
                 log.warning("ticdc sink: in %s, %s", what, r.repeat_note())
-        return emit_control_events(self.config, self.layout, ddls, topics, watermark, driver)
+            for table, count in r.table_rows.items():
+                table_rows[table] = table_rows.get(table, 0) + count
+        bootstrapped = set().union(*(r.bootstrapped for r in reports))
+        return emit_control_events(self.config, self.layout, ddls, topics, watermark, driver,
+                                   table_rows, bootstrapped)
 
     def abort(self, reports: list[TaskReport | None]) -> None:
         """Fence the failed partitions' transactional ids, so none of their transactions stays open.
@@ -334,8 +350,10 @@ def check_message_sizes(config: SinkConfig, messages: Messages, batch: ChangeBat
 
 
 def emit_control_events(config: SinkConfig, layout: InputLayout | None, ddls: list[DDLChange],
-                        topics: dict[str, int], watermark: int, driver: TaskIdentity | None = None) -> int:
-    """Send DDL events (each protocol's partitioning) and then watermarks to every partition.
+                        topics: dict[str, int], watermark: int, driver: TaskIdentity | None = None,
+                        table_rows: dict[Table, int] | None = None, bootstrapped: set[Table] = frozenset()) -> int:
+    """Send DDL events (each protocol's partitioning), the table schemas due (``bootstrap``: ``table_rows``
+    and ``bootstrapped`` say what the tasks wrote and sent) and then watermarks to every partition.
 
     With the ``driver`` identity of a query or job, the last watermark is kept in
     its marker, so that watermarks never go backwards, even across restarts; in
@@ -363,26 +381,33 @@ def emit_control_events(config: SinkConfig, layout: InputLayout | None, ddls: li
         output.remember_partition_counts(topics)  # the tasks looked them up: no metadata call for them
         ddl_topics = [router.topic_for_ddl(ddl.database, ddl.table) for ddl in ddls]
         events = [encoder.encode_ddl(ddl, topic) for ddl, topic in zip(ddls, ddl_topics)]
+        schemas, record_bootstraps = [], None
+        if driver is not None and table_rows and encoder.bootstrap_version is not None:
+            schemas, record_bootstraps = driver_bootstraps(config, encoder, output, driver.marker_prefix,
+                                                           table_rows, bootstrapped)
+            events += schemas
         every_topic = sorted(set(topics) | set(ddl_topics))
         if watermark and every_topic:
             events.append(encoder.encode_watermark(watermark, every_topic))
         events = [e for e in events if e is not None]
-        if not events:
-            return watermark
-        if transactional:
-            output.begin()
-        for event in events:
-            output.produce(event)
-        if transactional:
-            output.commit(driver.batch_id, watermark)
-        else:
-            output.flush()
-            if driver is not None:
-                write_marker(output, driver.marker_group, driver.batch_id, watermark)
+        if events:
+            if transactional:
+                output.begin()
+            for event in events:
+                output.produce(event)
+            if transactional:
+                output.commit(driver.batch_id, watermark)
+            else:
+                output.flush()
+                if driver is not None:
+                    write_marker(output, driver.marker_group, driver.batch_id, watermark)
+        if record_bootstraps is not None:
+            record_bootstraps()
     finally:
         output.close()
-    log.info("ticdc sink: committed %d DDL event(s), watermark %d to %d topic(s)", len(ddls), watermark,
-             len(every_topic))
+    if events:
+        log.info("ticdc sink: committed %d DDL event(s), %d table schema(s), watermark %d to %d topic(s)",
+                 len(ddls), len(schemas), watermark, len(every_topic))
     return watermark
 
 

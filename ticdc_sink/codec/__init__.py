@@ -4,19 +4,21 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ..config import IMPLEMENTED_PROTOCOLS, SinkConfig, parse_protocol
+from ..config import PROTOCOLS, SinkConfig, parse_protocol
 from ..mysql_types import TableSchema
 from .base import Decoder, DDLEvent, Encoder, RowEvent, WatermarkEvent, wall_clock_ms
 from .avro import AvroDecoder, AvroEncoder
 from .canal_json import CanalJSONDecoder, CanalJSONEncoder
 from .debezium import DebeziumDecoder, DebeziumEncoder
 from .open_protocol import OpenProtocolDecoder, OpenProtocolEncoder
+from .simple import SimpleDecoder, SimpleEncoder
 
 _CODECS: dict[str, tuple[type[Encoder], type[Decoder]]] = {
     "open-protocol": (OpenProtocolEncoder, OpenProtocolDecoder),
     "canal-json": (CanalJSONEncoder, CanalJSONDecoder),
     "avro": (AvroEncoder, AvroDecoder),
     "debezium": (DebeziumEncoder, DebeziumDecoder),
+    "simple": (SimpleEncoder, SimpleDecoder),
 }
 
 
@@ -42,5 +44,5 @@ def decoder_for(config: SinkConfig | str, *, schema_registry: str | None = None)
 
 __all__ = [
     "Decoder", "DDLEvent", "Encoder", "RowEvent", "WatermarkEvent",
-    "encoder_for", "decoder_for", "IMPLEMENTED_PROTOCOLS",
+    "encoder_for", "decoder_for", "PROTOCOLS",
 ]

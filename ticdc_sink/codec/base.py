@@ -57,6 +57,16 @@ class Encoder(ABC):
         """The watermark (resolved ts) events for every partition of ``topics``, or None to send none."""
         return None
 
+    @property
+    def bootstrap_version(self) -> int | None:
+        """The table shape's version when the protocol sends it on its own for consumers that join mid-stream
+        (Simple's BOOTSTRAP), else None; when it is sent is the writer's rule (``bootstrap``)."""
+        return None
+
+    def bootstrap_messages(self, database: str, table: str, topic: str) -> Messages:
+        """The messages that carry the table's schema, for ``topic``."""
+        raise NotImplementedError(f"{self.config.protocol} sends no table schema on its own")
+
 
 @dataclass
 class RowEvent:

@@ -69,7 +69,7 @@ class SimpleEncoder(Encoder):
 
     def _rows(self, columns, n: int) -> pa.Array:
         return self.wire.row([c.name for c in self._members],
-                             [self.wire.value_fragments(columns[c.name], c) for c in self._members], n)
+                             [self.wire.column_fragments(columns[c.name], c) for c in self._members], n)
 
     def encode_rows(self, batch: ChangeBatch, routing: Routing) -> Messages:
         """One message per row, without a key."""
@@ -114,6 +114,15 @@ class SimpleEncoder(Encoder):
     def encode_bootstrap(self, database: str, table: str) -> str | bytes:
         """The BOOTSTRAP message of the writing table (JSON gives it ``commitTs`` 0)."""
         return self.wire.bootstrap(self.clock(), self._table_schema(self.shape, database, table))
+
+    @property
+    def bootstrap_version(self) -> int | None:
+        return self.shape.version if self.table is not None and self.config.sends_bootstrap else None
+
+    def bootstrap_messages(self, database: str, table: str, topic: str) -> Messages:
+        """The BOOTSTRAP to every partition of the table's topic, or to its first (send-bootstrap-to-all-partition)."""
+        partition = BROADCAST if self.config.send_bootstrap_to_all_partition else 0
+        return Messages.one(topic, partition, None, self.encode_bootstrap(database, table))
 
     def _table_schema(self, shape: SimpleTable, database: str, table: str):
         return self.wire.table_schema(shape, database, table, table_id(database, table, self.config))

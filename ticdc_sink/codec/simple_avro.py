@@ -83,7 +83,7 @@ class SimpleAvro:
 
     # -- rows
 
-    def value_fragments(self, values: pa.Array, column: Column) -> pa.Array:
+    def column_fragments(self, values: pa.Array, column: Column) -> pa.Array:
         """Each row's value of a column as its branch of the value union."""
         branch, encoded = self._typed(values, column)
         return nullable(encoded, values.is_null(), branch)

@@ -34,7 +34,7 @@ class SimpleJSON:
 
     # -- rows
 
-    def value_fragments(self, values: pa.Array, column: Column) -> pa.Array:
+    def column_fragments(self, values: pa.Array, column: Column) -> pa.Array:
         """The JSON value of each row of a column: a string, a TIMESTAMP object, or ``null``."""
         t = column.type
         if t.is_string and t.binary:
