@@ -237,6 +237,41 @@ def test_tail_decodes_debezium_rows_ddl_and_watermarks(broker, topic):
     assert "4 message(s) decoded" in result.stdout
 
 
+@pytest.mark.broker
+@pytest.mark.parametrize("encoding_format", ["json", "avro"])
+def test_tail_decodes_simple_once_its_bootstrap_arrived(broker, topic, encoding_format):
+    from pyspark.sql import types as T
+
+    from changefeed import build, schema
+    from ticdc_sink.codec import encoder_for
+    from ticdc_sink.dispatch import Routing
+
+    table = schema(("_op", T.StringType()), ("_commit_ts", T.LongType()), ("id", T.IntegerType(), False),
+                   ("status", T.StringType()))
+    rows = [{"_op": "INSERT", "_commit_ts": 5 << 18, "id": 1, "status": "paid"}]
+    config, layout, changes, _ = build(table, rows, protocol="simple", encoding_format=encoding_format,
+                                       database="shop", table="orders", primary_key="id",
+                                       column_types="status ENUM('new','paid')")
+    encoder = encoder_for(config, layout.table)
+    # Joined mid-stream: the row comes before its table's schema.
+    one_row = Routing([topic], np.zeros(1, np.int32), np.zeros(1, np.int32), {topic: 1})
+    events = [encoder.encode_rows(changes, one_row), encoder.bootstrap_messages("shop", "orders", topic),
+              encoder.encode_watermark(8 << 18, [topic])]
+    create_topic(broker.bootstrap_servers, topic)
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers})
+    for messages in events:
+        for value in messages.values.to_pylist():
+            producer.produce(topic, value, partition=0)
+    assert producer.flush(30) == 0
+    result = run_cli("tail", "--bootstrap-servers", broker.bootstrap_servers, "--topic", topic,
+                     "--protocol", "simple", "--idle-seconds", "1", "--column-types", "status ENUM('new','paid')")
+    assert result.returncode == 0, result.stderr
+    lines = [line for line in result.stdout.splitlines() if line.startswith("  p0@")]
+    assert "BOOTSTRAP  shop.orders: the table's schema" in lines[0], lines
+    assert "INSERT shop.orders {id=1, status=2 (paid)}" in lines[1]
+    assert f"WATERMARK  ts={8 << 18}" in lines[2] and "3 message(s) decoded" in result.stdout
+
+
 # ---------------------------------------------------------------------------
 # broker
 
@@ -344,6 +379,17 @@ def test_demo_of_avro_runs_against_the_registry_test_double():
     assert "DELETE shop.orders {id=3}" in out
     events = [line for line in out.splitlines() if line.startswith("  p")]
     assert len(events) == 10 and not [e for e in events if "WATERMARK" in e or " DDL " in e]
+    assert "message(s) decoded" in out
+
+
+@pytest.mark.spark
+@pytest.mark.broker
+def test_demo_of_simple_opens_each_partition_with_the_tables_schema():
+    out = demo_output("--protocol", "simple", "--topic", "simple-demo")
+    assert "a Simple message has no key" in out and '\n  value: {"version":1,"type":"BOOTSTRAP","commitTs":0,' in out
+    events = [line for line in out.splitlines() if line.startswith("  p")]
+    assert "BOOTSTRAP  shop.orders: the table's schema" in events[0]
+    assert "status: 1 (new) -> 2 (paid)" in out and re.search(r"DDL ALTER +shop.orders: ALTER TABLE orders", out)
     assert "message(s) decoded" in out
 
 

@@ -97,6 +97,8 @@ def format_event(event, enum_set_columns: Mapping[str, MySQLType] | None = None)
     """One readable line per decoded event; ENUM and SET numbers of ``enum_set_columns`` get their names."""
     if isinstance(event, WatermarkEvent):
         return f"WATERMARK  ts={event.ts} ({tso_wall_time(event.ts)})"
+    if isinstance(event, DDLEvent) and event.type == "BOOTSTRAP":  # Simple: a table's schema, no statement
+        return f"BOOTSTRAP  {event.database}.{event.table}: the table's schema"
     if isinstance(event, DDLEvent):
         committed = "" if event.commit_ts is None else \
             f" (commit ts {event.commit_ts}, {tso_wall_time(event.commit_ts)})"
@@ -327,8 +329,14 @@ def explain_topic(messages: list, protocol: str, schema_registry: str | None = N
             say("a Debezium message is JSON: its key holds the row's key columns (here the primary key), its value "
                 "the change (source block with the commit ts, op c/u/d, before and after rows), each with the "
                 "Kafka Connect schema that types it; the DDL is a SchemaChangeValue event on every partition")
+        elif protocol == "simple":
+            say("a Simple message has no key; each partition opens with a BOOTSTRAP (the table's schema, "
+                "tableSchema), and a row carries only its schemaVersion: a consumer decodes rows once it holds "
+                "the schema of that version, from a BOOTSTRAP or a DDL (encoding-format=avro: TiCDC's Avro schema, "
+                "the bytes below in hex)")
+        avro_bytes = protocol == "simple" and first.value()[:1] == b"\x16"
         print(f"  key:   {_wire_text(first.key())}")
-        print(f"  value: {_wire_text(first.value())}", flush=True)
+        print(f"  value: {first.value().hex(' ') if avro_bytes else _wire_text(first.value())}", flush=True)
     say("offsets skip numbers: the sink writes in Kafka transactions, and each committed transaction "
         "leaves a control record (its commit marker) that takes an offset but holds no message")
     if protocol != "avro":
