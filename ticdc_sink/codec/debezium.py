@@ -110,18 +110,18 @@ class DebeziumEncoder(Encoder):
         key_object = concat(object_parts([self._heads[i] for i in self._key_positions],
                                          [fragments[i] for i in self._key_positions]), n)
         keys = concat(['{"payload":', key_object, *self._schema(names, self._key_schema), "}"], n)
-        values = concat(['{"payload":{"source":', self._source(batch),
+        values = concat(['{"payload":{"source":', *self._source(batch),
                          f',"ts_ms":{self.clock()},"transaction":null,"op":', self._op_and_old_rows(batch),
                          *object_parts(self._heads, fragments), "}", *self._schema(names, self._value_schema), "}"],
                         n)
         return Messages(routing.topics, routing.topic_of_message, routing.partition_of_row, keys, values,
                         np.arange(n))
 
-    def _source(self, batch: ChangeBatch) -> pa.Array:
-        return concat(self._source_parts(physical_ms_text(batch.commit_ts),
-                                         quoted_names_of(batch.databases, style=PLAIN),
-                                         quoted_names_of(batch.tables, style=PLAIN),
-                                         pa.array(batch.commit_ts).cast(pa.string())), batch.num_rows)
+    def _source(self, batch: ChangeBatch) -> list:
+        """The ``source`` block's pieces, joined in with the rest of the value (one copy of each row)."""
+        return self._source_parts(physical_ms_text(batch.commit_ts), quoted_names_of(batch.databases, style=PLAIN),
+                                  quoted_names_of(batch.tables, style=PLAIN),
+                                  pa.array(batch.commit_ts).cast(pa.string()))
 
     def _source_parts(self, physical, database, table, commit_ts) -> list:
         """The pieces of the ``source`` block (constants or per-row arrays), for ``concat``."""
