@@ -1,11 +1,15 @@
-"""The integration suite: the tests of ``tests/`` that need real Kafka, run against real Kafka.
+"""The integration suite: the sink against the components its users run, on the best backend this machine has.
 
-Kafka comes from Testcontainers (``pip install -e '.[test,integration]'`` and a
-Docker engine), or from an existing cluster named by
-``TICDC_SINK_TEST_BOOTSTRAP_SERVERS``. The avro cases use a real Confluent
-Schema Registry in place of the unit suite's test double: a container on the
-Kafka container's network, or the registry named by
-``TICDC_SINK_TEST_SCHEMA_REGISTRY``. Without them, the tests skip with the reason.
+Backends, in order of choice (the session header says which one ran):
+
+- an existing cluster, ``TICDC_SINK_TEST_BOOTSTRAP_SERVERS=host:9092`` (and for
+  Avro ``TICDC_SINK_TEST_SCHEMA_REGISTRY=http://host:8081``);
+- Testcontainers (``pip install -e '.[test,integration]'`` and a Docker engine):
+  Apache Kafka in KRaft mode and a Confluent Schema Registry on its network,
+  started once for the session;
+- otherwise the embedded broker (Tansu) and the Schema Registry test double of
+  ``tests/``: what they cannot show (abort isolation for read_committed
+  consumers) skips with its reason.
 """
 
 from __future__ import annotations
@@ -61,30 +65,68 @@ def _docker_reason() -> str | None:
     return None
 
 
-@pytest.fixture(scope="session")
-def broker():
+@dataclass(frozen=True)
+class Backend:
+    kind: str  # "external", "containers" or "embedded"
+    description: str
+
+
+def _backend() -> Backend:
     external = os.environ.get("TICDC_SINK_TEST_BOOTSTRAP_SERVERS")
     if external:
-        yield RealKafka(external)
-        return
-    try:
-        from testcontainers.kafka import KafkaContainer
-    except ImportError:
-        pytest.skip("Testcontainers is not installed: pip install -e '.[test,integration]', "
-                    "or set TICDC_SINK_TEST_BOOTSTRAP_SERVERS to a Kafka cluster")
-    reason = _docker_reason()
-    if reason:
-        pytest.skip(reason + "; or set TICDC_SINK_TEST_BOOTSTRAP_SERVERS to a Kafka cluster")
-    from testcontainers.core.network import Network
+        registry = os.environ.get("TICDC_SINK_TEST_SCHEMA_REGISTRY")
+        return Backend("external", f"the cluster at {external}, "
+                                   + (f"Schema Registry at {registry}" if registry else "no Schema Registry "
+                                      "(TICDC_SINK_TEST_SCHEMA_REGISTRY unset: the Avro tests skip)"))
+    if importlib.util.find_spec("testcontainers") is None:
+        missing = "Testcontainers is not installed (pip install -e '.[test,integration]')"
+    else:
+        missing = _docker_reason()
+    if missing is None:
+        return Backend("containers", f"Testcontainers: {KAFKA_IMAGE} (KRaft) and {REGISTRY_IMAGE}")
+    return Backend("embedded", f"the embedded broker (Tansu) and the Schema Registry test double, because "
+                               f"{missing[0].lower() + missing[1:]}; the abort-isolation checks skip")
 
-    with Network() as network, \
-            KafkaContainer(KAFKA_IMAGE).with_kraft().with_network(network).with_network_aliases("kafka") as kafka:
-        yield RealKafka(kafka.get_bootstrap_server(), network=network)
+
+BACKEND = None
+
+
+def pytest_report_header(config) -> str:
+    global BACKEND
+    BACKEND = _backend()
+    return f"ticdc-sink integration backend: {BACKEND.description}"
+
+
+def _chosen() -> Backend:
+    return BACKEND or _backend()
+
+
+@pytest.fixture(scope="session")
+def broker():
+    backend = _chosen()
+    if backend.kind == "external":
+        yield RealKafka(os.environ["TICDC_SINK_TEST_BOOTSTRAP_SERVERS"])
+    elif backend.kind == "containers":
+        from testcontainers.core.network import Network
+        from testcontainers.kafka import KafkaContainer
+
+        with Network() as network, \
+                KafkaContainer(KAFKA_IMAGE).with_kraft().with_network(network).with_network_aliases("kafka") as kafka:
+            yield RealKafka(kafka.get_bootstrap_server(), network=network)
+    else:
+        from ticdc_sink.broker import EmbeddedBroker
+
+        with EmbeddedBroker() as running:  # read uncommitted, as the unit suite reads it (README, Known limits)
+            yield _unit.BrokerUnderTest(running.bootstrap_servers, "read_uncommitted")
 
 
 @pytest.fixture(scope="session")
 def real_schema_registry(broker):
-    """A Confluent Schema Registry whose store is the Kafka cluster under test."""
+    """A Confluent Schema Registry whose store is the Kafka cluster under test (None: the test double)."""
+    backend = _chosen()
+    if backend.kind == "embedded":
+        yield None
+        return
     external = os.environ.get("TICDC_SINK_TEST_SCHEMA_REGISTRY")
     if external:
         yield RealSchemaRegistry(external)
@@ -105,5 +147,11 @@ def real_schema_registry(broker):
 
 @pytest.fixture
 def schema_registry(real_schema_registry):
-    """The real registry where the unit suite starts its test double (tests use fresh topics, so subjects)."""
-    return real_schema_registry
+    """The real registry where there is one (tests use fresh topics, so subjects), else a fresh test double."""
+    if real_schema_registry is not None:
+        yield real_schema_registry
+        return
+    from schema_registry_double import SchemaRegistryDouble
+
+    with SchemaRegistryDouble() as double:
+        yield double
