@@ -1,0 +1,55 @@
+"""Every protocol and encoding through Spark, in a batch write and in a streaming query, read back by the
+project's decoders and, for Avro, by Confluent's AvroDeserializer with the schemas the sink registered."""
+
+from __future__ import annotations
+
+import pytest
+from confluent_kafka.schema_registry import SchemaRegistryClient
+from confluent_kafka.schema_registry.avro import AvroDeserializer
+from confluent_kafka.serialization import MessageField, SerializationContext
+
+from protocols import ProtocolUnderTest
+from test_spark_sink import CHANGES, row, row_columns, sink_options, write_batch
+from ticdc_sink.codec import PROTOCOLS
+from ticdc_sink.codec.base import RowEvent
+
+pytestmark = [pytest.mark.spark, pytest.mark.broker]
+
+ENCODINGS = [(protocol, "json") for protocol in PROTOCOLS] + [("simple", "avro")]
+ROWS = [row(i, ts=i) for i in range(1, 21)]
+
+
+def write_stream(spark, rows: list[dict], options: dict, where) -> None:
+    for number in range(2):  # two micro-batches
+        feed = str(where / "feed" / f"b={number}")
+        spark.createDataFrame(rows[number::2], CHANGES).repartition(2).write.parquet(feed)
+    stream = spark.readStream.schema(CHANGES).option("maxFilesPerTrigger", 2) \
+        .option("recursiveFileLookup", "true").parquet(str(where / "feed"))
+    query = stream.writeStream.format("ticdc").options(**options) \
+        .option("checkpointLocation", str(where / "chk")).trigger(availableNow=True).start()
+    query.awaitTermination(120)
+    assert query.exception() is None
+
+
+@pytest.mark.parametrize("mode", ["batch", "streaming"])
+@pytest.mark.parametrize("protocol, encoding", ENCODINGS, ids=[f"{p}-{e}" for p, e in ENCODINGS])
+def test_every_protocol_and_encoding_end_to_end(spark, broker, topic, tmp_path, schema_registry, protocol, encoding,
+                                                mode):
+    under = ProtocolUnderTest(protocol, schema_registry.url if protocol == "avro" else None)
+    options = sink_options(broker, topic, under, **{"enable-tidb-extension": "true", "partition": "index-value",
+                                                    "encoding-format": encoding})
+    if mode == "batch":
+        write_batch(spark, ROWS, options)
+    else:
+        write_stream(spark, ROWS, options, tmp_path)
+
+    messages = broker.read(under.kafka_topic(topic), idle_seconds=1, expect=len(ROWS))
+    decoder = under.decoder()
+    events = [e for m in messages for e in decoder.decode(m.key(), m.value()) if isinstance(e, RowEvent)]
+    assert sorted((e.columns["id"], e.columns) for e in events) == [(r["id"], row_columns(r)) for r in ROWS]
+    assert all(e.commit_ts == r["_commit_ts"] for e, r in zip(sorted(events, key=lambda e: e.columns["id"]), ROWS))
+    if protocol == "avro":  # Confluent's own deserializer reads the same values with the registered schemas
+        deserialize = AvroDeserializer(SchemaRegistryClient({"url": schema_registry.url}))
+        context = SerializationContext(under.kafka_topic(topic), MessageField.VALUE)
+        values = [deserialize(m.value(), context) for m in messages]
+        assert sorted((v["id"], v["name"]) for v in values) == [(r["id"], r["name"]) for r in ROWS]
