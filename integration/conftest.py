@@ -10,6 +10,11 @@ Backends, in order of choice (the session header says which one ran):
 - otherwise the embedded broker (Tansu) and the Schema Registry test double of
   ``tests/``: what they cannot show (abort isolation for read_committed
   consumers) skips with its reason.
+
+The SASL/PLAIN tests use a broker of their own that requires the login: a
+second Kafka container, or the cluster named by
+``TICDC_SINK_TEST_SASL_BOOTSTRAP_SERVERS`` with ``TICDC_SINK_TEST_SASL_USERNAME``
+and ``TICDC_SINK_TEST_SASL_PASSWORD``.
 """
 
 from __future__ import annotations
@@ -118,6 +123,55 @@ def broker():
 
         with EmbeddedBroker() as running:  # read uncommitted, as the unit suite reads it (README, Known limits)
             yield _unit.BrokerUnderTest(running.bootstrap_servers, "read_uncommitted")
+
+
+def _sasl_plain_kafka(image: str, username: str, password: str):
+    """A Kafka container whose client listener requires a SASL/PLAIN login as ``username``.
+
+    Testcontainers names the client listener PLAINTEXT and advertises it once the
+    port is mapped; mapping that listener name to the SASL_PLAINTEXT protocol, with
+    a login module scoped to it, keeps the broker's own listeners as they are.
+    """
+    from testcontainers.kafka import KafkaContainer
+
+    class SaslPlainKafkaContainer(KafkaContainer):
+        def configure(self) -> None:
+            self.security_protocol_map = "BROKER:PLAINTEXT,PLAINTEXT:SASL_PLAINTEXT"
+            super().configure()
+            self.with_env("KAFKA_SASL_ENABLED_MECHANISMS", "PLAIN")
+            self.with_env("KAFKA_LISTENER_NAME_PLAINTEXT_PLAIN_SASL_JAAS_CONFIG",
+                          "org.apache.kafka.common.security.plain.PlainLoginModule required "
+                          f'username="{username}" password="{password}" user_{username}="{password}";')
+
+    return SaslPlainKafkaContainer(image).with_kraft()
+
+
+SASL_USERNAME, SASL_PASSWORD = "ticdc-sink", "sink-secret"
+
+
+def sasl_plain(username: str, password: str) -> dict:
+    """librdkafka's settings of a SASL/PLAIN login without TLS."""
+    return {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+            "sasl.username": username, "sasl.password": password}
+
+
+@pytest.fixture(scope="session")
+def sasl_broker():
+    """A broker that refuses clients without a SASL/PLAIN login; its ``security`` holds the login."""
+    backend = _chosen()
+    if backend.kind == "embedded":
+        pytest.skip("the embedded broker (Tansu 0.6) knows SCRAM only, not PLAIN: the SASL/PLAIN tests run "
+                    "with Docker, or against a cluster named by TICDC_SINK_TEST_SASL_BOOTSTRAP_SERVERS")
+    if backend.kind == "external":
+        servers = os.environ.get("TICDC_SINK_TEST_SASL_BOOTSTRAP_SERVERS")
+        if not servers:
+            pytest.skip("no SASL/PLAIN cluster: set TICDC_SINK_TEST_SASL_BOOTSTRAP_SERVERS, "
+                        "TICDC_SINK_TEST_SASL_USERNAME and TICDC_SINK_TEST_SASL_PASSWORD")
+        yield RealKafka(servers, security=sasl_plain(os.environ["TICDC_SINK_TEST_SASL_USERNAME"],
+                                                     os.environ["TICDC_SINK_TEST_SASL_PASSWORD"]))
+        return
+    with _sasl_plain_kafka(KAFKA_IMAGE, SASL_USERNAME, SASL_PASSWORD) as kafka:
+        yield RealKafka(kafka.get_bootstrap_server(), security=sasl_plain(SASL_USERNAME, SASL_PASSWORD))
 
 
 @pytest.fixture(scope="session")

@@ -6,7 +6,7 @@ import itertools
 import os
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pytest
 
@@ -17,12 +17,14 @@ class BrokerUnderTest:
 
     bootstrap_servers: str
     isolation: str  # the readers' isolation.level
+    security: dict = field(default_factory=dict)  # librdkafka's security settings, where the broker asks for them
 
     def read(self, topic: str, **options) -> list:
         """Every message of ``topic``, in partition and offset order (``kafka_io.read_messages``'s options)."""
         from ticdc_sink.kafka_io import read_messages
 
-        return read_messages(self.bootstrap_servers, topic, settings={"isolation.level": self.isolation}, **options)
+        return read_messages(self.bootstrap_servers, topic,
+                             settings={"isolation.level": self.isolation, **self.security}, **options)
 
 
 @pytest.fixture(scope="session")

@@ -35,7 +35,7 @@ from .codec.base import DDLEvent, Decoder, RowEvent, WatermarkEvent
 from .codec.open_protocol import split_frame
 from .ddl import ACTION_CODES
 from .errors import DeliveryError, TiCDCSinkError
-from .kafka_io import LIBRDKAFKA_LOG, iter_messages, read_messages
+from .kafka_io import LIBRDKAFKA_LOG, ClientErrors, iter_messages, read_messages
 from .mysql_types import MySQLType, TypeSyntaxError, parse_mysql_type, split_column_types, tso_physical_ms
 from .schema_registry import SchemaRegistry, subject
 
@@ -132,22 +132,6 @@ def print_events(messages: Iterable, decoder: Decoder,
             print(f"  p{message.partition()}@{message.offset():<4} {format_event(event, enum_set_columns)}",
                   flush=True)
     return count
-
-
-class ClientErrors:
-    """librdkafka's client errors (its error_cb), kept for one line instead of a log line per retry."""
-
-    def __init__(self) -> None:
-        self.distinct: list[str] = []
-
-    def __call__(self, error) -> None:
-        if error.str() not in self.distinct and len(self.distinct) < 5:
-            self.distinct.append(error.str())
-
-    @property
-    def settings(self) -> dict[str, object]:
-        """Client settings that route librdkafka's errors here and its logs to the core's logger (once per problem)."""
-        return {"error_cb": self, "logger": LIBRDKAFKA_LOG}
 
 
 def check_topic(bootstrap_servers: str, topic: str, timeout_seconds: float, errors: ClientErrors) -> None:

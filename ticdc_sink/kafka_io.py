@@ -93,18 +93,44 @@ def producer_settings(config: SinkConfig) -> dict[str, object]:
     return settings
 
 
+class ClientErrors:
+    """librdkafka's client errors (its error_cb), kept for one line instead of a log line per retry."""
+
+    def __init__(self) -> None:
+        self.distinct: list[str] = []
+
+    def __call__(self, error) -> None:
+        if error.str() not in self.distinct and len(self.distinct) < 5:
+            self.distinct.append(error.str())
+
+    @property
+    def settings(self) -> dict[str, object]:
+        """Client settings that route librdkafka's errors here and its logs to the core's logger (once per problem)."""
+        return {"error_cb": self, "logger": LIBRDKAFKA_LOG}
+
+    def note(self) -> str:
+        """The errors, as the tail of a failure's one line (empty when there were none)."""
+        return f" (client errors: {'; '.join(self.distinct)})" if self.distinct else ""
+
+
 def client_settings(settings: dict[str, object]) -> dict[str, object]:
     """The connection and security settings of ``settings``, for admin and consumer clients."""
     return {**{k: v for k, v in settings.items() if _is_client_setting(k)}, "logger": LIBRDKAFKA_LOG}
 
 
 def _cluster_metadata(config: SinkConfig):
-    """The brokers' topic metadata, from a short-lived admin client; one clear error if they are away."""
-    admin = AdminClient(client_settings(producer_settings(config)))
+    """The brokers' topic metadata, from a short-lived admin client; one clear error if they are away.
+
+    The error carries the client's own errors (a refused connection, a failed SASL login): they say
+    which of the settings to fix.
+    """
+    errors = ClientErrors()
+    admin = AdminClient({**client_settings(producer_settings(config)), **errors.settings})
     try:
         return admin.list_topics(timeout=config.broker_timeout_ms / 1000)
     except KafkaException as e:
-        raise DeliveryError(_unreachable(config, e.args[0])) from None
+        admin.poll(0)  # serves error_cb
+        raise DeliveryError(_unreachable(config, e.args[0]) + errors.note()) from None
 
 
 def existing_partition_count(config: SinkConfig, topic: str) -> int | None:
@@ -136,12 +162,12 @@ class KafkaOutput:
         self.config = config
         self._settings = {**producer_settings(config), **(extra_settings or {})}
         self._log = _ProducerLog()
-        self._producer = Producer({**self._settings, "error_cb": self._on_client_error, "logger": self._log})
+        self._client_errors = ClientErrors()
+        self._producer = Producer({**self._settings, "error_cb": self._client_errors, "logger": self._log})
         self._partition_counts: dict[str, int] = {}
         self._failures: list[str] = []  # the first few failed deliveries, for the error
         self._failed = 0
         self._fenced_by: str | None = None  # why, when a newer producer took over the transactional.id
-        self._client_errors: list[str] = []
         self._pending = 0
         self.delivered = 0
         # (topic, partition) -> [first, last] acknowledged offset: where this producer's messages landed.
@@ -171,7 +197,7 @@ class KafkaOutput:
         try:
             return self._producer.list_topics(timeout=timeout)
         except KafkaException as e:
-            raise DeliveryError(_unreachable(self.config, e.args[0]) + self._client_error_note()) from None
+            raise DeliveryError(_unreachable(self.config, e.args[0]) + self._client_errors.note()) from None
 
     def _lookup_or_create(self, topic: str, partitions: int) -> int:
         metadata = self._metadata().topics.get(topic)
@@ -272,7 +298,7 @@ class KafkaOutput:
             self._fenced_by = self._log.fatal
         self._raise_if_failed()
         raise DeliveryError(f"the Kafka client failed on {self.config.bootstrap_servers}: {self._log.fatal}"
-                            + self._client_error_note())
+                            + self._client_errors.note())
 
     def _on_delivery(self, error, message) -> None:
         self._pending -= 1
@@ -290,20 +316,13 @@ class KafkaOutput:
             elif offset > span[1]:
                 span[1] = offset
 
-    def _on_client_error(self, error) -> None:
-        if len(self._client_errors) < 5:
-            self._client_errors.append(error.str())
-
-    def _client_error_note(self) -> str:
-        return f" (client errors: {'; '.join(self._client_errors)})" if self._client_errors else ""
-
     def _raise_refused(self, topic: str, partition: int, error: KafkaException) -> None:
         """Why ``produce`` was refused: the failed deliveries that failed the transaction, when known."""
         self._serve(0)  # their delivery reports
         self._note_fenced(error.args[0])
         self._raise_if_failed()
         raise DeliveryError(f"{topic}[{partition}] refused a message: {error.args[0].str()}"
-                            + self._client_error_note()) from None
+                            + self._client_errors.note()) from None
 
     def _note_fenced(self, error: KafkaError) -> None:
         if self._fenced_by is None and error.code() in _FENCED:
@@ -313,7 +332,7 @@ class KafkaOutput:
         if self._failed:
             raise DeliveryError(
                 f"{self._failed} message(s) were not acknowledged by {self.config.bootstrap_servers}: "
-                + "; ".join(self._failures) + self._client_error_note()
+                + "; ".join(self._failures) + self._client_errors.note()
             )
 
     def flush(self) -> None:
@@ -330,7 +349,7 @@ class KafkaOutput:
             raise DeliveryError(
                 f"{self._pending} message(s) still unacknowledged by {self.config.bootstrap_servers} "
                 f"{_FLUSH_MARGIN_SECONDS} s after message.timeout.ms={self._settings['message.timeout.ms']}"
-                + self._client_error_note()
+                + self._client_errors.note()
             )
 
     def close(self) -> None:
@@ -555,7 +574,7 @@ class TransactionalOutput(KafkaOutput):
             if error.code() in _FENCED:
                 self._raise_taken_over(what, error.str())
             raise DeliveryError(f"{what} failed on {self.config.bootstrap_servers} for transactional.id "
-                                f"{self.transactional_id!r}: {error.str()}{self._client_error_note()}") from None
+                                f"{self.transactional_id!r}: {error.str()}{self._client_errors.note()}") from None
 
 
 def _is_client_setting(key: str) -> bool:
