@@ -28,13 +28,17 @@ import datetime as dt
 import json
 import struct
 import time
+import uuid
 from dataclasses import dataclass
 from decimal import Decimal
+from pathlib import Path
 
 try:
     import orjson
 except ImportError:  # optional: the baseline then uses json.dumps only
     orjson = None
+
+from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, WriterCommitMessage
 
 from feed import DATABASE, TABLE
 
@@ -523,28 +527,111 @@ HANDWRITTEN = {"canal-json": handwritten_canal_json, "open-protocol": handwritte
 # The bare output limit
 
 
-def produce_all(settings: dict, topic: str, messages: list[tuple[bytes | None, bytes | None]]) -> float:
-    """Produce ``(key, value)`` messages with a bare idempotent producer; the seconds until all are acknowledged."""
+PRODUCE_CALLS = {  # the ways confluent-kafka takes messages, each timed by ``produce_all``
+    "produce": "produce() per message, a delivery callback each",
+    "produce, error reports only": "produce() per message, delivery reports of failures only",
+    "produce_batch": "produce_batch() per partition, a dict per message",
+}
+
+
+def produce_all(settings: dict, topic: str, messages: list[tuple[int, bytes | None, bytes | None]],
+                call: str = "produce") -> float:
+    """Produce ``(partition, key, value)`` messages with a bare idempotent producer, by one of
+    ``PRODUCE_CALLS``; the seconds until all are acknowledged (none may fail)."""
     from confluent_kafka import Producer
 
-    failures = []
+    failures, delivered = [], [0]
 
     def on_delivery(error, _message):
         if error is not None:
             failures.append(error)
+        else:
+            delivered[0] += 1
 
-    producer = Producer({**settings, "enable.idempotence": True, "acks": "all", "linger.ms": 5})
+    settings = {**settings, "enable.idempotence": True, "acks": "all", "linger.ms": 5}
+    if call == "produce, error reports only":
+        settings.update({"delivery.report.only.error": True, "on_delivery": on_delivery})
+    producer = Producer(settings)
     started = time.perf_counter()
-    for key, value in messages:
-        while True:
-            try:
-                producer.produce(topic, value, key, on_delivery=on_delivery)
-                break
-            except BufferError:
-                producer.poll(0.05)
-        producer.poll(0)
+    if call == "produce_batch":
+        _produce_batches(producer, topic, messages, on_delivery)
+    else:
+        callback = on_delivery if call == "produce" else None
+        for count, (partition, key, value) in enumerate(messages):
+            while True:
+                try:
+                    producer.produce(topic, value, key, partition, on_delivery=callback)
+                    break
+                except BufferError:
+                    producer.poll(0.05)
+            if count % 1000 == 0:
+                producer.poll(0)
     remaining = producer.flush(120)
     elapsed = time.perf_counter() - started
+    if call != "produce, error reports only" and delivered[0] != len(messages):
+        raise RuntimeError(f"bare producer ({call}): {delivered[0]} of {len(messages)} acknowledged")
     if failures or remaining:
-        raise RuntimeError(f"bare producer: {len(failures)} failed, {remaining} unacknowledged")
+        raise RuntimeError(f"bare producer ({call}): {len(failures)} failed, {remaining} unacknowledged")
     return elapsed
+
+
+def _produce_batches(producer, topic: str, messages: list[tuple[int, bytes | None, bytes | None]],
+                     on_delivery, size: int = 10_000) -> None:
+    """``produce_batch`` over runs of up to ``size`` messages per partition, as a task would hand over an
+    Arrow batch's messages; the messages a full queue refused go again once it has room."""
+    from confluent_kafka import KafkaError
+
+    for start in range(0, len(messages), size):
+        by_partition: dict[int, list[dict]] = {}
+        for partition, key, value in messages[start:start + size]:
+            by_partition.setdefault(partition, []).append({"key": key, "value": value})
+        for partition, batch in by_partition.items():
+            while batch:
+                taken = producer.produce_batch(topic, batch, partition=partition, on_delivery=on_delivery)
+                refused = [m for m in batch if "_error" in m] if taken < len(batch) else []
+                for message in refused:
+                    if message.pop("_error").code() != KafkaError._QUEUE_FULL:
+                        raise RuntimeError("bare producer (produce_batch): a message was refused")
+                if refused:
+                    producer.poll(0.05)
+                batch = refused
+            producer.poll(0)
+
+
+# ---------------------------------------------------------------------------
+# What receiving the input costs
+
+
+class DrainWriter(DataSourceArrowWriter):
+    def __init__(self, report_dir: str):
+        self.report_dir = report_dir
+
+    def write(self, iterator) -> WriterCommitMessage:
+        started, rows = time.thread_time(), 0
+        for batch in iterator:
+            rows += batch.num_rows
+        seconds = time.thread_time() - started
+        (Path(self.report_dir) / f"{uuid.uuid4().hex}.txt").write_text(f"{rows} {seconds}")
+        return WriterCommitMessage()
+
+
+class DrainDataSource(DataSource):
+    """``format("bench-drain")``: a Python sink that takes Spark's Arrow batches and drops them.
+
+    Each task writes the rows it took and its Python thread's CPU seconds in taking them to a file in
+    the ``report-dir`` option's folder: what a task of the sink spends on receiving its input (the
+    first stage of the per-stage costs), without the worker's start.
+    """
+
+    @classmethod
+    def name(cls) -> str:
+        return "bench-drain"
+
+    def writer(self, schema, overwrite: bool) -> DrainWriter:
+        return DrainWriter(self.options["report-dir"])
+
+
+def drained(report_dir: Path) -> tuple[int, float]:
+    """Rows and CPU seconds the drain's tasks reported in ``report_dir``."""
+    reports = [path.read_text().split() for path in report_dir.glob("*.txt")]
+    return sum(int(rows) for rows, _ in reports), sum(float(seconds) for _, seconds in reports)

@@ -10,8 +10,12 @@ Measures, on the standard change feed (``feed.py``):
     the hand-written per-row encoder of the same messages (dict + json.dumps /
     orjson.dumps, or confluent-kafka's AvroSerializer, ``baselines.py``; the
     Avro and Debezium ones are first checked to write the sink's bytes);
-  - the bare output limit per protocol: its pre-encoded messages produced by
-    bare confluent-kafka loops, one process per core;
+  - the bare output limit per protocol: its pre-encoded messages, in the
+    partitions the sink gives them, produced by bare confluent-kafka loops
+    with the fastest of the produce calls (compared first), in one process and
+    in one per core;
+  - the CPU per row of each stage of one task (receive, input contract,
+    dispatch, encode, produce), by the task's own clock;
   - Spark jobs over the feed, per protocol: ``format("ticdc")`` in each delivery
     mode and the hand-written ``foreachPartition`` producer; and Spark's
     ``noop`` sink (the input limit);
@@ -34,6 +38,7 @@ import platform
 import pstats
 import re
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -47,14 +52,17 @@ import pyarrow.parquet as pq
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 
-from baselines import HANDWRITTEN, STANDARD_SERIALIZER, AvroTarget, produce_all, serializer_choices  # noqa: E402
+from baselines import (HANDWRITTEN, PRODUCE_CALLS, STANDARD_SERIALIZER, AvroTarget, DrainDataSource,  # noqa: E402
+                       drained, produce_all, serializer_choices)
 from feed import BENCHED, sink_options, spark_schema, topic_written, write_feed  # noqa: E402
 
 from ticdc_sink.changes import ChangeBatchBuilder, InputLayout  # noqa: E402
 from ticdc_sink.codec import encoder_for  # noqa: E402
 from ticdc_sink.config import parse_options  # noqa: E402
-from ticdc_sink.dispatch import Routing  # noqa: E402
+from ticdc_sink.costs import LIBRDKAFKA, STAGES  # noqa: E402
+from ticdc_sink.dispatch import PartitionDispatcher, Routing, TopicRouter, route  # noqa: E402
 from ticdc_sink.redact import mask_url  # noqa: E402
+from ticdc_sink.writer import WritePlan  # noqa: E402
 
 CORES = os.cpu_count() or 1
 ENCODE_TARGET = 5.0  # each protocol's encode-only vs its hand-written encode step (STANDARD_SERIALIZER)
@@ -64,6 +72,9 @@ TOPIC_PARTITIONS = 3  # of the topics the bench creates itself
 TITLES = {"canal-json": "Canal-JSON", "open-protocol": "Open Protocol", "avro": "Avro", "debezium": "Debezium",
           "simple": "Simple (JSON)", "simple-avro": "Simple (Avro)"}
 REGISTRY_DOUBLE = BENCH.parent / "tests" / "schema_registry_double.py"
+STAGE_ROWS = 300_000  # per protocol, of the per-stage runs: the costs per row settle well before the feed's end
+BARE = "bare producer"
+DRAIN = "Python sink that drops its input (bench-drain)"
 CHECK_ROWS = 5_000  # rows whose hand-written Avro and Debezium messages must be the sink's, byte for byte
 ENCODE_TOPIC = "bench"  # the topic (avro: its stem) of the encode-only runs, which write nowhere
 
@@ -84,6 +95,8 @@ class Result:
     seconds: float
     megabytes: float | None = None
     note: str = ""
+    cpu: dict[str, float] | None = None  # CPU seconds per kind of process (Spark jobs)
+    stages: dict[str, float] | None = None  # microseconds per row per stage of a task (ticdc_sink.costs)
 
     @property
     def rows_per_second(self) -> float:
@@ -113,7 +126,7 @@ def encode_sink(table: pa.Table, protocol: str, registry: str | None = None,
                 profile: cProfile.Profile | None = None) -> Result:
     options = encode_options(protocol, registry)
     config, topic = parse_options(options), topic_written(options)
-    layout = InputLayout.from_spark_schema(spark_schema(), config)
+    layout = spark_layout(config)
 
     def fresh_encode():
         builder, encoder = ChangeBatchBuilder(layout, config), encoder_for(config, layout.table)
@@ -151,16 +164,34 @@ def _as_bytes(value) -> bytes | None:
 
 def sink_messages(table: pa.Table, options: dict[str, str]) -> list[tuple[bytes | None, bytes | None]]:
     """The sink's ``(key, value)`` messages of the rows, as encode-only makes them, in Python bytes."""
+    return [(key, value) for _, key, value in _encoded(table, options, one_partition)]
+
+
+def routed_messages(table: pa.Table, options: dict[str, str]) -> list[tuple[int, bytes | None, bytes | None]]:
+    """The sink's ``(partition, key, value)`` messages of the rows, each in the partition the sink's dispatcher
+    gives it on a topic of ``TOPIC_PARTITIONS`` partitions."""
     config = parse_options(options)
-    layout = InputLayout.from_spark_schema(spark_schema(), config)
+    router, dispatcher = TopicRouter(config), PartitionDispatcher(config, spark_layout(config).table)
+    return _encoded(table, options, lambda changes, _topic: route(changes, router, dispatcher,
+                                                                  lambda _name: TOPIC_PARTITIONS))
+
+
+def spark_layout(config) -> InputLayout:
+    return InputLayout.from_spark_schema(spark_schema(), config)
+
+
+def _encoded(table: pa.Table, options: dict[str, str], routing_of) -> list[tuple[int, bytes | None, bytes | None]]:
+    config = parse_options(options)
+    layout = spark_layout(config)
     builder = ChangeBatchBuilder(layout, config)
     encoder = encoder_for(config, layout.table)
     messages = []
     for batch in table.to_batches(max_chunksize=10_000):
         changes, _ = builder.build(batch)
-        encoded = encoder.encode_rows(changes, one_partition(changes, topic_written(options)))
+        encoded = encoder.encode_rows(changes, routing_of(changes, topic_written(options)))
         keys = encoded.keys.to_pylist() if encoded.keys is not None else [None] * len(encoded)
-        messages += [(_as_bytes(k), _as_bytes(v)) for k, v in zip(keys, encoded.values.to_pylist())]
+        messages += [(p, _as_bytes(k), _as_bytes(v))
+                     for p, k, v in zip(encoded.partitions.tolist(), keys, encoded.values.to_pylist())]
     encoder.finish()
     return messages
 
@@ -267,28 +298,50 @@ def check_simple_baseline(table: pa.Table, protocol: str, rows: int = CHECK_ROWS
 
 
 def _bare_producer_worker(args) -> float:
-    options, path, part, parts = args
+    options, path, part, parts, call = args
     table = read_feed(path)
     rows = table.num_rows
     mine = table.slice(part * rows // parts, (part + 1) * rows // parts - part * rows // parts)
-    messages = sink_messages(mine, options)
-    return produce_all({"bootstrap.servers": options["kafka.bootstrap.servers"]}, topic_written(options), messages)
+    messages = routed_messages(mine, options)
+    return produce_all({"bootstrap.servers": options["kafka.bootstrap.servers"]}, topic_written(options), messages,
+                       call)
 
 
-def bare_producer(bootstrap_servers: str, protocol: str, path: Path, rows: int, registry: str | None) -> Result:
-    """The protocol's messages (as encode-only makes them), encoded before timing, produced by one bare loop
-    per core to a topic of ``TOPIC_PARTITIONS`` partitions."""
+def bare_producer(bootstrap_servers: str, protocol: str, path: Path, rows: int, registry: str | None,
+                  call: str, processes: int) -> Result:
+    """The protocol's messages (the sink's, in the partitions its dispatcher gives them), encoded before timing,
+    produced by bare loops making ``call`` (``baselines.PRODUCE_CALLS``), in ``processes`` processes, each
+    with its share of the rows, to a topic of ``TOPIC_PARTITIONS`` partitions."""
     options = sink_options(bootstrap_servers, f"bench-bare-{protocol}-{uuid.uuid4().hex[:8]}", protocol=protocol,
                            schema_registry=registry)
     _create_topic(bootstrap_servers, topic_written(options))
     context = multiprocessing.get_context("spawn")
-    with context.Pool(CORES) as pool:
+    with context.Pool(processes) as pool:
         started = time.perf_counter()
-        seconds = pool.map(_bare_producer_worker, [(options, path, p, CORES) for p in range(CORES)])
+        seconds = pool.map(_bare_producer_worker, [(options, path, p, processes, call) for p in range(processes)])
         wall = time.perf_counter() - started
     _delete_topic(bootstrap_servers, topic_written(options))
-    return Result("e2e", f"bare confluent-kafka loop {protocol}, {CORES} processes, pre-encoded", rows,
-                  max(seconds), note=f"produce time only (the whole step, encoding included, took {wall:.1f} s)")
+    return Result("e2e", f"{BARE} {protocol}, {PRODUCE_CALLS[call]}, {processes} process{'es' * (processes > 1)}",
+                  rows, max(seconds), note=f"produce time only (the whole step, encoding included, took {wall:.1f} s)")
+
+
+def bare_producer_runs(bootstrap_servers: str, protocols: list[str], path: Path, rows: int,
+                       registry: str | None) -> list[Result]:
+    """The produce calls compared in one process on Canal-JSON's messages (one per row), or the first protocol's;
+    then with the fastest call, every protocol in one process and in one per core. The limit is the faster."""
+    first = "canal-json" if "canal-json" in protocols else protocols[0]
+    say(f"bare producer: the produce calls compared ({first}, one process)")
+    compared = {call: bare_producer(bootstrap_servers, first, path, rows, registry, call, 1)
+                for call in PRODUCE_CALLS}
+    best = min(compared, key=lambda call: compared[call].seconds)
+    results = list(compared.values())
+    for protocol in protocols:
+        for processes in sorted({1, CORES}):
+            if protocol == first and processes == 1:
+                continue  # measured among the calls
+            say(f"bare producer limit {protocol}, {processes} process(es)")
+            results.append(bare_producer(bootstrap_servers, protocol, path, rows, registry, best, processes))
+    return results
 
 
 def _create_topic(bootstrap_servers: str, topic: str, partitions: int = TOPIC_PARTITIONS) -> None:
@@ -305,6 +358,24 @@ def _delete_topic(bootstrap_servers: str, topic: str) -> None:
 
     admin = AdminClient({"bootstrap.servers": bootstrap_servers})
     admin.delete_topics([topic])[topic].result(30)
+
+
+# ---------------------------------------------------------------------------
+# Per-stage costs of one task
+
+
+def task_stages(bootstrap_servers: str, table: pa.Table, protocol: str, registry: str | None) -> Result:
+    """One task's pipeline (``WritePlan.write``, at-least-once, to the broker) over the feed's first rows in
+    Spark's Arrow batches of 10,000, in this process: its CPU per stage, by the task's own clock."""
+    options = sink_options(bootstrap_servers, f"bench-stages-{protocol}-{uuid.uuid4().hex[:8]}", "at-least-once",
+                           protocol, registry)
+    plan = WritePlan.for_schema(parse_options(options), spark_schema())
+    sample = table.slice(0, STAGE_ROWS)
+    started = time.perf_counter()
+    report = plan.write(sample.to_batches(max_chunksize=10_000))
+    seconds = time.perf_counter() - started
+    _delete_topic(bootstrap_servers, topic_written(options))
+    return Result("stages", protocol, report.rows, seconds, stages=report.costs.per_row(report.rows))
 
 
 # ---------------------------------------------------------------------------
@@ -392,10 +463,10 @@ def cpu_note(used: dict[str, float], wall: float) -> str:
             f"= {total / wall / CORES * 100:.0f}% of {CORES} cores")
 
 
-def timed_with_cpu(action) -> tuple[float, str]:
+def timed_with_cpu(action) -> tuple[float, dict[str, float]]:
     with CpuMeter() as meter:
         seconds = timed(action)
-    return seconds, cpu_note(meter.used(), seconds)
+    return seconds, meter.used()
 
 
 def spark_jobs(spark, path: Path, rows: int, bootstrap_servers: str, protocols: list[str],
@@ -419,11 +490,18 @@ def spark_jobs(spark, path: Path, rows: int, bootstrap_servers: str, protocols: 
         **sink_options(bootstrap_servers, f"bench-warmup-{uuid.uuid4().hex[:8]}")).save()
 
     def measured(name: str, action) -> Result:
-        seconds, note = timed_with_cpu(action)
-        return Result("e2e", name, rows, seconds, note=note)
+        seconds, used = timed_with_cpu(action)
+        return Result("e2e", name, rows, seconds, note=cpu_note(used, seconds), cpu=used)
 
     say("Spark noop sink (the input limit)")
     results.append(measured("Spark noop sink (input limit)", lambda: df.write.format("noop").mode("overwrite").save()))
+    say("Python sink that drops its input (what receiving the Arrow batches costs)")
+    spark.dataSource.register(DrainDataSource)
+    with tempfile.TemporaryDirectory() as report_dir:
+        drain = measured(DRAIN, lambda: df.write.format("bench-drain").mode("append")
+                         .option("report-dir", report_dir).save())
+        taken, seconds = drained(Path(report_dir))
+    results.append(replace(drain, stages={"receive": seconds * 1e6 / max(taken, 1)}))
     for protocol in protocols:
         for delivery in ("at-least-once", "exactly-once"):
             say(f"Spark format('ticdc') {protocol} {delivery}")
@@ -630,7 +708,8 @@ def report(results: list[Result], args, profiles: dict[str, str], services: str,
                 lines.append(f"| {name}: encode vs hand-written encode ({serializer}) | {ratio:.2f}x | {goal} |")
         alo = find("e2e", f"ticdc-sink {protocol}, at-least-once")
         eo = find("e2e", f"ticdc-sink {protocol}, exactly-once")
-        bare = find("e2e", f"bare confluent-kafka loop {protocol},", exact=False)
+        bare = max((r for r in results if r.section == "e2e" and r.name.startswith(f"{BARE} {protocol},")),
+                   key=lambda r: r.rows_per_second, default=None)
         handwritten_job = find("e2e", f"hand-written foreachPartition {protocol},", exact=False)
         if alo and bare:
             ratio = alo.rows_per_second / bare.rows_per_second
@@ -655,11 +734,38 @@ def report(results: list[Result], args, profiles: dict[str, str], services: str,
         lines += ["The CPU notes of the Spark jobs add up the CPU seconds of the Python workers, the Spark JVM and "
                   "the broker during each job: near 100% of the cores means the job is bound by CPU, shared by all "
                   "three on this machine.", ""]
+    lines += stage_table(results, find("e2e", DRAIN))
     lines += ["## Where the encoder's time goes", ""]
     for protocol, profile_text in profiles.items():
         lines += [f"cProfile of the {title(protocol)} encode-only run (a run of its own), by cumulative time:", "",
                   "```", profile_text.rstrip(), "```", ""]
     return "\n".join(lines)
+
+
+def stage_table(results: list[Result], drain: Result | None) -> list[str]:
+    """Microseconds of CPU per row in each stage of a task, per protocol, beside the Spark job's own figure."""
+    staged = [r for r in results if r.section == "stages"]
+    if not staged:
+        return []
+    receive = drain.stages["receive"] if drain else None
+    columns = [*STAGES, LIBRDKAFKA]
+    lines = ["## Where a row's CPU goes (one task)", "",
+             "| protocol | " + " | ".join(columns) + " | sum | Python workers in the Spark job, at-least-once |",
+             "|---|" + "---:|" * (len(columns) + 2)]
+    for r in staged:
+        costs = {**r.stages, "receive": receive if receive is not None else r.stages["receive"]}
+        job = next((j for j in results if j.name == f"ticdc-sink {r.name}, at-least-once"), None)
+        spark_python = f"{job.cpu['Python'] * 1e6 / job.rows:.1f}" if job and job.cpu else ""
+        lines.append(f"| {title(r.name)} | " + " | ".join(f"{costs[c]:.1f}" for c in columns)
+                     + f" | {sum(costs.values()):.1f} | {spark_python} |")
+    lines += ["", "Microseconds of CPU per row. receive: the Python thread's CPU per row, taking the Arrow batches "
+              "from Spark, in the tasks of a Spark job over the same feed whose sink drops them (`bench-drain`, "
+              "`baselines.py`). The other stages: the task's "
+              "own clock (`ticdc_sink/costs.py`: the Python thread's CPU per stage; librdkafka: the process's other "
+              f"threads), running the sink's task pipeline in the harness's process over the feed's first "
+              f"{STAGE_ROWS:,} rows in Arrow batches of 10,000, at-least-once to the broker. The last column is the "
+              "whole job's Python worker CPU per row, to hold the sum against.", ""]
+    return lines
 
 
 # ---------------------------------------------------------------------------
@@ -743,9 +849,12 @@ def output_runs(args, path: Path, registry: str | None, avro: AvroTarget | None)
         broker = EmbeddedBroker().start()
         bootstrap_servers, broker_name = broker.bootstrap_servers, "the embedded Tansu broker (in memory)"
     try:
+        results += bare_producer_runs(bootstrap_servers, args.protocols, path, args.rows, registry)
+        table = read_feed(path)
         for protocol in args.protocols:
-            say(f"bare producer limit {protocol}")
-            results.append(bare_producer(bootstrap_servers, protocol, path, args.rows, registry))
+            say(f"per-stage costs of one task {protocol} ({min(STAGE_ROWS, table.num_rows):,} rows)")
+            results.append(task_stages(bootstrap_servers, table, protocol, registry))
+        del table
         spark = local_spark()
         try:
             results += spark_jobs(spark, path, args.rows, bootstrap_servers, args.protocols, registry, avro)

@@ -23,6 +23,7 @@ from .bootstrap import Table, TaskBootstraps, driver_bootstraps
 from .changes import ChangeBatch, ChangeBatchBuilder, InputLayout
 from .codec import Encoder, encoder_for
 from .config import SinkConfig
+from .costs import StageClock, StageCosts
 from .ddl import DDLChange, classify
 from .dispatch import PartitionDispatcher, TopicRouter, route
 from .errors import MessageTooLargeError
@@ -54,6 +55,7 @@ class TaskReport(WriterCommitMessage):
     spans: dict[tuple[str, int], Span] = field(default_factory=dict)  # what went into each Kafka partition
     table_rows: dict[Table, int] = field(default_factory=dict)  # row changes per table (protocols with BOOTSTRAP)
     bootstrapped: set[Table] = field(default_factory=set)  # tables whose BOOTSTRAP this task sent
+    costs: StageCosts = field(default_factory=StageCosts)  # the task's CPU per stage of the pipeline
 
     def repeat_note(self) -> str:
         """What consumers see twice because an earlier attempt of this task was cut short."""
@@ -152,12 +154,15 @@ class WritePlan:
             self._write_in_a_transaction(batches, report, task)
             return report
         output = KafkaOutput(config)
+        clock = StageClock()
         try:
-            ts_spans = self._send(batches, report, output, produce=True)
+            ts_spans = self._send(batches, report, output, clock, produce=True)
             output.flush()
+            clock.lap("produce")
         finally:
             output.close()
         report.spans = task_spans(ts_spans, output.offsets)
+        report.costs = clock.stop()
         return report
 
     def _write_in_a_transaction(self, batches: Iterable[pa.RecordBatch], report: TaskReport,
@@ -175,15 +180,17 @@ class WritePlan:
         attempt appear twice but none is lost.
         """
         output = TransactionalOutput(self.config, task.transactional_id, task.marker_group)
+        clock = StageClock()
         try:
             earlier = output.start()
             if earlier.batch_id is not None and earlier.batch_id > task.batch_id:
                 # Spark ran a later batch, so it had counted this one whole: send nothing.
-                self._send(batches, report, output, produce=False)
+                self._send(batches, report, output, clock, produce=False)
                 report.replayed = True
                 return
             output.begin()
-            ts_spans = self._send(batches, report, output, produce=True)
+            clock.lap("produce")  # the transaction's start
+            ts_spans = self._send(batches, report, output, clock, produce=True)
             same_batch = earlier.batch_id == task.batch_id
             if same_batch and earlier.input_rows is not None and earlier.input_rows >= report.input_rows:
                 # The earlier attempt covered this one (which, with fewer rows, was cut short itself).
@@ -197,11 +204,13 @@ class WritePlan:
                 report.repeated_rows = report.input_rows if earlier.input_rows is None else earlier.input_rows
                 log.warning("ticdc sink: %s", report.repeat_note())
             output.commit(task.batch_id, input_rows=report.input_rows)
+            clock.lap("produce")
         finally:
             output.close()
+            report.costs = clock.stop()
         report.spans = task_spans(ts_spans, output.offsets)
 
-    def _send(self, batches: Iterable[pa.RecordBatch], report: TaskReport, output: KafkaOutput,
+    def _send(self, batches: Iterable[pa.RecordBatch], report: TaskReport, output: KafkaOutput, clock: StageClock,
               produce: bool) -> dict[tuple[str, int], list[int]]:
         """Validate, route and (when ``produce``) encode and send every row change; fill ``report``.
 
@@ -209,12 +218,12 @@ class WritePlan:
         """
         encoder = encoder_for(self.config, self.layout.table)
         try:
-            return self._send_with(encoder, batches, report, output, produce)
+            return self._send_with(encoder, batches, report, output, clock, produce)
         finally:
             encoder.close()
 
     def _send_with(self, encoder: Encoder, batches: Iterable[pa.RecordBatch], report: TaskReport,
-                   output: KafkaOutput, produce: bool) -> dict[tuple[str, int], list[int]]:
+                   output: KafkaOutput, clock: StageClock, produce: bool) -> dict[tuple[str, int], list[int]]:
         config, table = self.config, self.layout.table
         builder = ChangeBatchBuilder(self.layout, config)
         router = TopicRouter(config)
@@ -226,12 +235,15 @@ class WritePlan:
                                         report.identity.marker_prefix if report.identity else None)
         started, next_progress = time.monotonic(), PROGRESS_EVERY_ROWS
         ts_spans: dict[tuple[str, int], list[int]] = {}
+        clock.lap("input")  # the codec, dispatcher and builder made above
         for record_batch in batches:
+            clock.lap("receive")
             report.input_rows += record_batch.num_rows
             changes, ddls = builder.build(record_batch)
             for ddl in ddls:
                 encoder.check_ddl(ddl)  # a bad _ddl_type fails this task, before the batch commits
             report.ddls.extend(ddls)
+            clock.lap("input")
             if changes is None or changes.num_rows == 0:
                 continue
             if report.rows and int(changes.commit_ts.min()) < report.max_commit_ts and not report.unsorted:
@@ -242,27 +254,32 @@ class WritePlan:
                             config.commit_ts_column)
             routing = route(changes, router, dispatcher, output.partition_count)
             report.topics.update(routing.partition_counts)
+            clock.lap("dispatch")
             if produce:
                 for schema in bootstraps.before(changes) if bootstraps is not None else ():
                     report.messages += output.produce(schema)
                 messages = encoder.encode_rows(changes, routing)
                 check_message_sizes(config, messages, changes)
+                clock.lap("encode")
                 report.messages += output.produce(messages)
                 add_batch_spans(ts_spans, routing, changes.commit_ts)
             report.rows += changes.num_rows
             report.max_commit_ts = max(report.max_commit_ts, changes.max_commit_ts)
             if deadline_check is not None:
                 deadline_check()
+            clock.lap("produce")
             if report.rows >= next_progress:
                 elapsed = time.monotonic() - started
-                log.info("ticdc sink: %d rows encoded (%.0f rows/s), %d acknowledged",
-                         report.rows, report.rows / max(elapsed, 1e-9), output.delivered)
+                log.info("ticdc sink: %d rows encoded (%.0f rows/s), %d acknowledged; CPU %s",
+                         report.rows, report.rows / max(elapsed, 1e-9), output.delivered,
+                         clock.costs.describe(report.rows))
                 next_progress += PROGRESS_EVERY_ROWS
         if bootstraps is not None:
             report.table_rows, report.bootstrapped = bootstraps.rows, bootstraps.sent
         pending = encoder.finish() if produce else None
         if pending is not None:
             check_message_sizes(config, pending, None)
+            clock.lap("encode")
             report.messages += output.produce(pending)
         if report.ddls:
             report.max_commit_ts = max(report.max_commit_ts, max(d.commit_ts for d in report.ddls))
@@ -292,6 +309,11 @@ class WritePlan:
             for table, count in r.table_rows.items():
                 table_rows[table] = table_rows.get(table, 0) + count
         bootstrapped = set().union(*(r.bootstrapped for r in reports))
+        rows, costs = sum(r.rows for r in reports), StageCosts()
+        for r in reports:
+            costs.add(r.costs)
+        if rows:
+            log.info("ticdc sink: %s wrote %d rows; the tasks' CPU: %s", what, rows, costs.describe(rows))
         return emit_control_events(self.config, self.layout, ddls, topics, watermark, driver,
                                    table_rows, bootstrapped)
 
