@@ -79,6 +79,7 @@ TITLES = {"canal-json": "Canal-JSON", "open-protocol": "Open Protocol", "avro": 
 REGISTRY_DOUBLE = BENCH.parent / "tests" / "schema_registry_double.py"
 STAGE_ROWS = 300_000  # per protocol, of the per-stage runs: the costs per row settle well before the feed's end
 BARE = "bare producer"
+WORKER = "worker outside the task"
 DRAIN = "Python sink that drops its input (bench-drain)"
 CHECK_ROWS = 5_000  # rows whose hand-written Avro and Debezium messages must be the sink's, byte for byte
 ENCODE_TOPIC = "bench"  # the topic (avro: its stem) of the encode-only runs, which write nowhere
@@ -753,20 +754,23 @@ def stage_table(results: list[Result], drain: Result | None) -> list[str]:
     staged = [r for r in results if r.section == "stages"]
     if not staged:
         return []
-    receive = drain.stages["receive"] if drain else None
-    columns = [*STAGES, LIBRDKAFKA]
+    measured = {"receive": drain.stages["receive"], WORKER: drain.cpu["Python"] * 1e6 / drain.rows
+                - drain.stages["receive"]} if drain else {WORKER: 0.0}
+    columns = [WORKER, *STAGES, LIBRDKAFKA]
     lines = ["## Where a row's CPU goes (one task)", "",
              "| protocol | " + " | ".join(columns) + " | sum | Python workers in the Spark job, at-least-once |",
              "|---|" + "---:|" * (len(columns) + 2)]
     for r in staged:
-        costs = {**r.stages, "receive": receive if receive is not None else r.stages["receive"]}
+        costs = {**r.stages, **measured}
         job = next((j for j in results if j.name == f"ticdc-sink {r.name}, at-least-once"), None)
         spark_python = f"{job.cpu['Python'] * 1e6 / job.rows:.1f}" if job and job.cpu else ""
         lines.append(f"| {title(r.name)} | " + " | ".join(f"{costs[c]:.1f}" for c in columns)
                      + f" | {sum(costs.values()):.1f} | {spark_python} |")
     lines += ["", "Microseconds of CPU per row. receive: the Python thread's CPU per row, taking the Arrow batches "
               "from Spark, in the tasks of a Spark job over the same feed whose sink drops them (`bench-drain`, "
-              "`baselines.py`). The other stages: the task's "
+              f"`baselines.py`); {WORKER}: the rest of that job's Python worker CPU (starting workers, pyspark "
+              "planning and committing the write), which any Python sink pays, mostly fixed per job and shown per "
+              "row of the feed. The other stages: the task's "
               "own clock (`ticdc_sink/costs.py`: the Python thread's CPU per stage; librdkafka: the process's other "
               f"threads), running the sink's task pipeline in the harness's process over the feed's first "
               f"{STAGE_ROWS:,} rows in Arrow batches of 10,000, at-least-once to the broker. The last column is the "
