@@ -61,6 +61,7 @@ from ticdc_sink.codec import encoder_for  # noqa: E402
 from ticdc_sink.config import parse_options  # noqa: E402
 from ticdc_sink.costs import LIBRDKAFKA, STAGES  # noqa: E402
 from ticdc_sink.dispatch import PartitionDispatcher, Routing, TopicRouter, route  # noqa: E402
+from ticdc_sink.kafka_io import python_bytes  # noqa: E402
 from ticdc_sink.redact import mask_url  # noqa: E402
 from ticdc_sink.writer import WritePlan  # noqa: E402
 
@@ -164,10 +165,6 @@ def encode_handwritten(table: pa.Table, protocol: str, name: str, serializer) ->
     return Result("encode", f"hand-written {protocol}, dict per row + {name}", table.num_rows, elapsed, size / 1e6)
 
 
-def _as_bytes(value) -> bytes | None:
-    return value.encode() if isinstance(value, str) else value
-
-
 def sink_messages(table: pa.Table, options: dict[str, str]) -> list[tuple[bytes | None, bytes | None]]:
     """The sink's ``(key, value)`` messages of the rows, as encode-only makes them, in Python bytes."""
     return [(key, value) for _, key, value in _encoded(table, options, one_partition)]
@@ -195,9 +192,8 @@ def _encoded(table: pa.Table, options: dict[str, str], routing_of) -> list[tuple
     for batch in table.to_batches(max_chunksize=10_000):
         changes, _ = builder.build(batch)
         encoded = encoder.encode_rows(changes, routing_of(changes, topic_written(options)))
-        keys = encoded.keys.to_pylist() if encoded.keys is not None else [None] * len(encoded)
-        messages += [(p, _as_bytes(k), _as_bytes(v))
-                     for p, k, v in zip(encoded.partitions.tolist(), keys, encoded.values.to_pylist())]
+        keys = python_bytes(encoded.keys) if encoded.keys is not None else [None] * len(encoded)
+        messages += zip(encoded.partitions.tolist(), keys, python_bytes(encoded.values))
     encoder.finish()
     return messages
 

@@ -115,7 +115,7 @@ class ClientErrors:
         return f" (client errors: {'; '.join(self.distinct)})" if self.distinct else ""
 
 
-def _python_bytes(array: pa.Array) -> list[bytes | None]:
+def python_bytes(array: pa.Array) -> list[bytes | None]:
     """An Arrow string or binary array as Python bytes, nulls as None.
 
     Text goes as bytes too: a ``str`` per message would cost a UTF-8 check and
@@ -272,10 +272,10 @@ class KafkaOutput:
         count = len(messages)
         topics = (itertools.repeat(messages.topics[0], count) if messages.topic_of_message is None
                   else [messages.topics[t] for t in messages.topic_of_message.tolist()])
-        keys = _python_bytes(messages.keys) if messages.keys is not None else itertools.repeat(None, count)
+        keys = python_bytes(messages.keys) if messages.keys is not None else itertools.repeat(None, count)
         produce, on_delivery = self._producer.produce, self._on_delivery
         for done, (topic, key, value, partition) in enumerate(
-                zip(topics, keys, _python_bytes(messages.values), messages.partitions.tolist()), 1):
+                zip(topics, keys, python_bytes(messages.values), messages.partitions.tolist()), 1):
             while True:
                 try:
                     produce(topic, value, key, partition, on_delivery)
