@@ -19,7 +19,8 @@ Measures, on the standard change feed (``feed.py``):
   - Spark jobs over the feed, per protocol: ``format("ticdc")`` in each delivery
     mode and the hand-written ``foreachPartition`` producer; and Spark's
     ``noop`` sink (the input limit);
-  - the peak RSS of the Python worker writing one large partition.
+  - per protocol, the peak RSS of the Python worker writing one large partition
+    (to a broker that drops what it receives, unless ``--bootstrap-servers``).
 Results go to ``bench/RESULTS.md`` with the ratios, the targets, the machine and
 the command.  The avro protocol needs a Schema Registry: ``--schema-registry URL``,
 else the in-process TEST DOUBLE of the tests (``tests/schema_registry_double.py``).
@@ -82,6 +83,7 @@ STAGE_ROWS = 300_000  # per protocol, of the per-stage runs: the costs per row s
 BARE = "bare producer"
 WORKER = "worker outside the task"
 DRAIN = "Python sink that drops its input (bench-drain)"
+RSS = "peak worker RSS"
 CHECK_ROWS = 5_000  # rows whose hand-written Avro and Debezium messages must be the sink's, byte for byte
 ENCODE_TOPIC = "bench"  # the topic (avro: its stem) of the encode-only runs, which write nowhere
 
@@ -583,19 +585,36 @@ class WorkerMemory:
         self._thread.join()
 
 
-def worker_rss(path: Path, rows: int, bootstrap_servers: str) -> Result:
-    """One partition of ``rows`` changes through a fresh Spark session; the worker's peak RSS."""
+def worker_rss(path: Path, rows: int, bootstrap_servers: str, protocol: str, registry: str | None) -> Result:
+    """One partition of ``rows`` changes in ``protocol`` through a fresh Spark session; the worker's peak RSS."""
     spark = local_spark({"spark.python.worker.reuse": "true"})
     try:
         df = spark.read.parquet(str(path)).coalesce(1)
-        topic = f"bench-rss-{uuid.uuid4().hex[:8]}"
+        options = sink_options(bootstrap_servers, f"bench-rss-{protocol}-{uuid.uuid4().hex[:8]}", "at-least-once",
+                               protocol, registry)
         with WorkerMemory() as memory:
-            seconds = timed(lambda: df.write.format("ticdc").mode("append").options(
-                **sink_options(bootstrap_servers, topic, "at-least-once")).save())
-        return Result("memory", f"peak worker RSS, one partition of {rows:,} rows", rows, seconds,
+            seconds = timed(lambda: df.write.format("ticdc").mode("append").options(**options).save())
+        return Result("memory", f"{RSS} {protocol}, one partition of {rows:,} rows", rows, seconds,
                       note=f"{memory.peak_kb / 1024:.0f} MB")
     finally:
         spark.stop()
+
+
+def memory_runs(args, registry: str | None) -> list[Result]:
+    """Every protocol's peak worker RSS on one large partition, to ``--bootstrap-servers`` or else to an embedded
+    broker that drops what it receives: Debezium's 5M messages (about 25 GB) would not fit in memory."""
+    path = write_feed(args.data_dir / f"feed-{args.rss_rows}.parquet", args.rss_rows)
+    with contextlib.ExitStack() as stack:
+        bootstrap_servers = args.bootstrap_servers
+        if bootstrap_servers is None:
+            from ticdc_sink.broker import EmbeddedBroker
+
+            bootstrap_servers = stack.enter_context(EmbeddedBroker(storage="discard")).bootstrap_servers
+        results = []
+        for protocol in args.protocols:
+            say(f"memory {protocol}: one partition of {args.rss_rows:,} rows")
+            results.append(worker_rss(path, args.rss_rows, bootstrap_servers, protocol, registry))
+    return results
 
 
 # ---------------------------------------------------------------------------
@@ -727,8 +746,7 @@ def report(results: list[Result], args, profiles: dict[str, str], services: str,
         if alo and noop:
             lines.append(f"| {name}: end-to-end at-least-once vs Spark noop (input limit) | "
                          f"{alo.rows_per_second / noop.rows_per_second:.2f} | |")
-    memory = find("memory", "peak worker RSS", exact=False)
-    if memory:
+    for memory in (r for r in results if r.section == "memory"):
         peak = float(memory.note.split()[0])
         goal = "" if args.small else f"{'met' if peak < RSS_TARGET_MB else 'missed'} (< {RSS_TARGET_MB} MB)"
         lines.append(f"| {memory.name} | {peak:.0f} MB | {goal} |")
@@ -853,7 +871,9 @@ def output_runs(args, path: Path, registry: str | None, avro: AvroTarget | None)
         from ticdc_sink.broker import EmbeddedBroker
 
         broker = EmbeddedBroker().start()
-        bootstrap_servers, broker_name = broker.bootstrap_servers, "the embedded Tansu broker (in memory)"
+        bootstrap_servers, broker_name = broker.bootstrap_servers, (
+            "the embedded Tansu broker (in memory); for the memory runs, an embedded Tansu broker that "
+            "acknowledges and drops what it receives")
     try:
         results += bare_producer_runs(bootstrap_servers, args.protocols, path, args.rows, registry)
         table = read_feed(path)
@@ -866,12 +886,10 @@ def output_runs(args, path: Path, registry: str | None, avro: AvroTarget | None)
             results += spark_jobs(spark, path, args.rows, bootstrap_servers, args.protocols, registry, avro)
         finally:
             spark.stop()
-        say(f"memory: one partition of {args.rss_rows:,} rows")
-        rss_path = write_feed(args.data_dir / f"feed-{args.rss_rows}.parquet", args.rss_rows)
-        results.append(worker_rss(rss_path, args.rss_rows, bootstrap_servers))
     finally:
         if broker is not None:
             broker.stop()
+    results += memory_runs(args, registry)
     return results, broker_name
 
 

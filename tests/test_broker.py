@@ -108,6 +108,28 @@ def test_idempotent_producer_round_trip_on_every_partition(broker):
 
 
 @needs_tansu
+def test_a_discarding_broker_acknowledges_every_message_and_keeps_none():
+    with EmbeddedBroker(storage="discard") as discarding:
+        topic = create_topic(discarding.bootstrap_servers, partitions=2)
+        producer = Producer({"bootstrap.servers": discarding.bootstrap_servers, "enable.idempotence": True,
+                             "acks": "all"})
+        delivered = []
+        for i in range(100):
+            producer.produce(topic, b"x" * 1000, partition=i % 2,
+                             on_delivery=lambda err, message: delivered.append((err, message.partition())))
+        assert producer.flush(10) == 0
+
+        assert [err for err, _ in delivered if err is not None] == []
+        assert Counter(partition for _, partition in delivered) == {0: 50, 1: 50}
+        assert read_all(discarding.bootstrap_servers, topic, partitions=2, expected=1, quiet=1.0) == []
+
+
+def test_an_unknown_storage_is_refused_before_anything_starts():
+    with pytest.raises(BrokerError, match="storage must be one of memory, discard, got 'disk'"):
+        EmbeddedBroker(storage="disk")
+
+
+@needs_tansu
 def test_reading_a_topic_starts_at_offset_zero_not_at_the_brokers_earliest_answer(broker, monkeypatch):
     """Tansu answers "earliest" with the batch written first; under concurrent transactional producers that
     is now and then not offset 0, and a reader starting there missed the batches below it (4 rounds in 60

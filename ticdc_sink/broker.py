@@ -67,6 +67,9 @@ def tansu_binary() -> Path:
     )
 
 
+_STORAGE_ENGINES = {"memory": "memory://tansu/", "discard": "null://sink"}
+
+
 class EmbeddedBroker:
     """A single Tansu broker with in-memory storage on a free loopback port.
 
@@ -75,10 +78,16 @@ class EmbeddedBroker:
     answers Kafka metadata requests. ``stop()`` is idempotent and also runs at
     interpreter exit, so a crashed run leaves no broker behind. All data lives
     in memory and is gone after ``stop()``.
+
+    ``storage="discard"`` starts a broker that acknowledges what it receives
+    and keeps none of it (Tansu's null storage): for load runs whose messages
+    would not fit in memory, where nothing reads them back.
     """
 
-    def __init__(self, startup_timeout: float = 30.0) -> None:
-        self.startup_timeout = startup_timeout
+    def __init__(self, startup_timeout: float = 30.0, storage: str = "memory") -> None:
+        if storage not in _STORAGE_ENGINES:
+            raise BrokerError(f"storage must be one of {', '.join(_STORAGE_ENGINES)}, got {storage!r}")
+        self.startup_timeout, self.storage = startup_timeout, storage
         self._process: subprocess.Popen[bytes] | None = None
         self._workdir: Path | None = None
         self._port: int | None = None
@@ -146,7 +155,7 @@ class EmbeddedBroker:
             "--cluster-id", self._cluster_id,
             "--listener-url", listener,
             "--advertised-listener-url", listener,
-            "--storage-engine", "memory://tansu/",
+            "--storage-engine", _STORAGE_ENGINES[self.storage],
         ]
         with open(self.log_path, "wb") as log:
             self._process = subprocess.Popen(
