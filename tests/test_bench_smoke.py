@@ -45,3 +45,42 @@ def test_the_harness_runs_every_measurement_and_writes_its_table(tmp_path):
     assert "The hand-written Debezium messages (json.dumps" in table
     assert ") equal the sink's byte for byte, keys and values with their schemas" in table
     assert "Schema Registry: the tests' in-process TEST DOUBLE" in table
+
+
+def test_each_missed_target_is_explained_with_the_figures_that_measured_it(monkeypatch):
+    import run
+    from run import BARE, Result, missed_targets
+
+    monkeypatch.setattr(run, "CORES", 2)
+    rows = 1_000_000
+    results = [
+        Result("encode", "ticdc-sink canal-json", rows, 4.0),  # 4 µs/row
+        Result("encode", "hand-written canal-json, dict per row + json.dumps", rows, 20.0),  # 5x, not 10x
+        Result("stages", "canal-json", 300_000, 1.0, stages={"input": 1.5, "encode": 2.5}),
+        Result("e2e", f"{BARE} canal-json, produce, 1 process", rows, 5.0,
+               cpu={"Python": 4.0, "JVM": 0.0, "broker": 5.0}),  # the limit: 200,000 rows/s
+        Result("e2e", "ticdc-sink canal-json, at-least-once", rows, 10.0, note="n-alo",
+               cpu={"Python": 12.0, "JVM": 4.0, "broker": 4.0}),  # 0.5 of the limit
+        Result("e2e", "ticdc-sink canal-json, exactly-once", rows, 20.0, note="n-eo",
+               cpu={"Python": 12.0, "JVM": 4.0, "broker": 4.0}),  # 0.5 of at-least-once
+        Result("memory", "peak worker RSS canal-json, one partition of 5,000,000 rows", 5 * rows, 60.0,
+               note="612 MB"),
+    ]
+
+    text = "\n".join(missed_targets(results, ["canal-json"]))
+
+    assert text.startswith("## Targets missed, and why")
+    assert "Canal-JSON, encode only: 5.00x, not 10x. The sink spends 4.00 µs/row, the hand-written encoder " \
+           "20.00; 10x needs at most 2.00, 50% less than today." in text
+    assert "the input contract takes 1.5 µs/row and the encoder 2.5" in text
+    # 0.8 of 200,000 rows/s = 160,000 rows/s: 12.5 µs/row on two cores, of which JVM and broker take 8.0
+    assert "100,000 rows/s, 0.50 of the limit (200,000" in text
+    assert "12.0 µs of Python, 4.0 of the Spark JVM and 4.0 of the broker" in text
+    assert "4.0 µs/row in its process (librdkafka included) and 5.0 in the broker" in text
+    assert "the cores allow 12.5 µs of CPU per row; the JVM and the broker take 8.0 of it, so Python would " \
+           "have to fit in 4.5 µs/row, where it takes 12.0" in text
+    assert "Canal-JSON, exactly-once: 0.50 of at-least-once, not 0.9 (n-eo; at-least-once: n-alo)" in text
+    assert "peak worker RSS canal-json, one partition of 5,000,000 rows: 612 MB, not under 500 MB." in text
+    met = [r for r in results if r.section != "memory"]
+    met[0] = Result("encode", "ticdc-sink canal-json", rows, 1.0)
+    assert "encode only" not in "\n".join(missed_targets(met, ["canal-json"]))
