@@ -244,13 +244,18 @@ def _substitute_bytes(values: pa.Array, table: tuple[np.ndarray, np.ndarray]) ->
     offsets = np.frombuffer(values.buffers()[1], dtype=np.int64)[: len(values) + 1]
     data = _data_bytes(values, offsets)
     widths = lengths[data]
-    positions = np.concatenate(([0], np.cumsum(widths)))
+    positions = np.zeros(len(data) + 1, dtype=np.int64)
+    np.cumsum(widths, out=positions[1:])
     out = np.empty(positions[-1], dtype=np.uint8)
     starts = positions[:-1]
-    for k in range(sequences.shape[1]):
-        chosen = widths > k
-        out[starts[chosen] + k] = sequences[data[chosen], k]
-    new_offsets = positions[offsets - offsets[0]].astype(np.int64)
+    out[starts] = sequences[data, 0]
+    # Most bytes become one byte; each further pass only visits the bytes whose sequence is that long.
+    wide = np.flatnonzero(widths > 1)
+    for k in range(1, sequences.shape[1]):
+        if k > 1:
+            wide = wide[widths[wide] > k]
+        out[starts[wide] + k] = sequences[data[wide], k]
+    new_offsets = positions[offsets - offsets[0]]
     result = pa.LargeStringArray.from_buffers(
         len(values), pa.py_buffer(new_offsets), pa.py_buffer(out), values.buffers()[0], values.null_count)
     return result.cast(pa.string())
