@@ -70,8 +70,9 @@ def test_every_document_comes_back_as_a_parse_and_print_would_give_it(seed):
 
 def test_documents_of_plain_shapes_in_tidbs_text_are_kept_without_a_copy():
     documents = pa.array(['{"k": 1, "tags": ["a", "b"]}', None, "[]", "{}", '"x, y: z"', "-17", "true",
-                          '{"": null, "a": [1, -2], "b": "\u00e9", "\u00e9": 0}', "123456789012345678"])
-    assert _plain_in_tidb_text(documents).tolist() == [True, False, True, True, True, True, True, True, True]
+                          '{"": null, "a": [1, -2], "b": "\u00e9", "\u00e9": 0}', "123456789012345678",
+                          '{"a": ": z", "b": [": "], "c": ""}'])
+    assert _plain_in_tidb_text(documents).tolist() == [True, False, True, True, True, True, True, True, True, True]
     kept = tidb_json_column(documents)
     assert kept.buffers()[2].address == documents.buffers()[2].address
 
@@ -90,6 +91,8 @@ def test_documents_of_plain_shapes_in_tidbs_text_are_kept_without_a_copy():
     ('"x\u2028"', '"x\\u2028"'),
     ('[{"b": 1, "a": 2}]', '[{"a": 2, "b": 1}]'),  # an object in an array: not a plain shape
     ('{"a": {"c": 1, "b": 2}}', '{"a": {"b": 2, "c": 1}}'),
+    ('{"b": ": x", "a": 1}', '{"a": 1, "b": ": x"}'),  # a value that looks like a key's end is no key
+    ('{"b": [": "], "a": 1}', '{"a": 1, "b": [": "]}'),
 ])
 def test_documents_not_in_tidbs_text_are_reprinted(document, text):
     assert tidb_json_column(pa.array(["[1, 2]", document, None])).to_pylist() == ["[1, 2]", text, None]

@@ -69,9 +69,6 @@ _ARRAY = rf"\[(?:{_SCALAR}(?:, {_SCALAR})*)?\]"
 _MEMBER_VALUE = f"(?:{_SCALAR}|{_ARRAY})"
 _MEMBER = f"{_STRING}: {_MEMBER_VALUE}"
 _PLAIN_DOCUMENT = rf"^(?:{_MEMBER_VALUE}|\{{(?:{_MEMBER}(?:, {_MEMBER})*)?\}})$"
-# In a plain object, '": ' ends every key and nothing else (a plain string holds no quote); a part of the
-# object split there ends with its key after "{" or ", ", except the last part, which ends the object.
-_KEY_AT_END = r'(?:^\{|, )"(?P<key>[^"]*)$'
 
 
 def _plain_in_tidb_text(documents: pa.StringArray) -> np.ndarray:
@@ -80,14 +77,28 @@ def _plain_in_tidb_text(documents: pa.StringArray) -> np.ndarray:
     objects = np.flatnonzero(plain & pc.fill_null(pc.starts_with(documents, "{"), False).to_numpy(
         zero_copy_only=False))
     if len(objects):
-        parts = pc.split_pattern(documents.take(objects), '": ')
-        keys = pc.struct_field(pc.extract_regex(pc.list_flatten(parts), _KEY_AT_END), "key")
-        # Neighbouring keys of one object; a pair across objects holds the null of the first one's last part.
-        descending = pc.fill_null(pc.less_equal(keys[1:], keys[:-1]), False).to_numpy(zero_copy_only=False)
-        if descending.any():
-            owners = pc.list_parent_indices(parts).to_numpy()[np.flatnonzero(descending)]
-            plain[objects[owners]] = False
+        unsorted = _keys_out_of_order(documents.take(objects))
+        plain[objects[unsorted]] = False
     return plain
+
+
+def _keys_out_of_order(objects: pa.StringArray) -> np.ndarray:
+    """The indices of plain objects whose keys are not in strictly ascending byte order.
+
+    A plain string holds no quote, so split at quotes an object's odd parts are its strings, and a string
+    is a key when the part after it starts with ": ".
+    """
+    parts = pc.split_pattern(objects, '"')
+    texts = pc.list_flatten(parts)
+    offsets = parts.offsets.to_numpy()
+    owners = np.repeat(np.arange(len(objects)), np.diff(offsets))
+    is_string = (np.arange(len(texts)) - offsets[:-1][owners]) % 2 == 1
+    is_key = np.zeros(len(texts), dtype=bool)
+    is_key[:-1] = is_string[:-1] & pc.starts_with(texts, ": ").to_numpy(zero_copy_only=False)[1:]
+    at = np.flatnonzero(is_key)
+    keys, key_owners = texts.take(at), owners[at]
+    unsorted = pc.less_equal(keys[1:], keys[:-1]).to_numpy(zero_copy_only=False) & (key_owners[1:] == key_owners[:-1])
+    return np.unique(key_owners[1:][unsorted])
 
 
 def tidb_json_texts(documents: list[str]) -> list[str]:
