@@ -500,9 +500,13 @@ def spark_jobs(spark, path: Path, rows: int, bootstrap_servers: str, protocols: 
         _delete_topic(bootstrap_servers, topic_written(options))
         return result
 
-    say("Spark warm-up (every task slot starts its Python worker)")
-    df.sample(fraction=0.02, seed=1).write.format("ticdc").mode("append").options(
+    say("Spark warm-up (every task slot starts its Python worker; each Python sink's first job imports it)")
+    sample = df.sample(fraction=0.02, seed=1)
+    sample.write.format("ticdc").mode("append").options(
         **sink_options(bootstrap_servers, f"bench-warmup-{uuid.uuid4().hex[:8]}")).save()
+    spark.dataSource.register(DrainDataSource)
+    with tempfile.TemporaryDirectory() as report_dir:
+        sample.write.format("bench-drain").mode("append").option("report-dir", report_dir).save()
 
     def measured(name: str, action) -> Result:
         seconds, used = timed_with_cpu(action)
@@ -511,7 +515,6 @@ def spark_jobs(spark, path: Path, rows: int, bootstrap_servers: str, protocols: 
     say("Spark noop sink (the input limit)")
     results.append(measured("Spark noop sink (input limit)", lambda: df.write.format("noop").mode("overwrite").save()))
     say("Python sink that drops its input (what receiving the Arrow batches costs)")
-    spark.dataSource.register(DrainDataSource)
     with tempfile.TemporaryDirectory() as report_dir:
         drain = measured(DRAIN, lambda: df.write.format("bench-drain").mode("append")
                          .option("report-dir", report_dir).save())
