@@ -863,7 +863,23 @@ def stage_table(results: list[Result], drain: Result | None) -> list[str]:
               f"threads), running the sink's task pipeline in the harness's process over the feed's first "
               f"{STAGE_ROWS:,} rows in Arrow batches of 10,000, at-least-once to the broker. The last column is the "
               "whole job's Python worker CPU per row, to hold the sum against.", ""]
-    return lines
+    return lines + shared_cores_note(results)
+
+
+def shared_cores_note(results: list[Result]) -> list[str]:
+    """Why the Spark job's Python CPU per row exceeds the one-task sum: the same work costs more CPU on shared
+    cores, as the bare producer shows in one process and in one per core."""
+    alone = {r.name.rsplit(", ", 1)[0]: r for r in results if r.cpu and r.name.startswith(BARE)
+             and r.name.endswith(", 1 process")}
+    shared = next(((alone[r.name.rsplit(", ", 1)[0]], r) for r in results if r.cpu and r.name.startswith(BARE)
+                   and r.name.endswith(f", {CORES} processes") and r.name.rsplit(", ", 1)[0] in alone), None)
+    if shared is None:
+        return []
+    one, many = (per_row(r, "Python") for r in shared)
+    return [f"The one-task run has a core to itself; in the Spark job two tasks, the JVM and the broker share the "
+            f"{CORES} cores, and the same work then costs more CPU. The bare producer shows it on its own: "
+            f"{shared[0].name.rsplit(', ', 1)[0][len(BARE) + 1:]} spent {one:.1f} µs/row of CPU (Python and "
+            f"librdkafka) in one process and {many:.1f} in {CORES} at once ({many / one:.2f}x).", ""]
 
 
 # ---------------------------------------------------------------------------

@@ -84,3 +84,20 @@ def test_each_missed_target_is_explained_with_the_figures_that_measured_it(monke
     met = [r for r in results if r.section != "memory"]
     met[0] = Result("encode", "ticdc-sink canal-json", rows, 1.0)
     assert "encode only" not in "\n".join(missed_targets(met, ["canal-json"]))
+
+
+def test_the_stage_table_notes_what_sharing_the_cores_costs(monkeypatch):
+    import run
+    from run import BARE, Result, shared_cores_note
+
+    monkeypatch.setattr(run, "CORES", 2)
+    results = [Result("e2e", f"{BARE} canal-json, produce, 1 process", 1_000_000, 5.0,
+                      cpu={"Python": 4.0, "JVM": 0.0, "broker": 3.0}),
+               Result("e2e", f"{BARE} canal-json, produce, 2 processes", 1_000_000, 5.0,
+                      cpu={"Python": 6.0, "JVM": 0.0, "broker": 3.0})]
+
+    text = "\n".join(shared_cores_note(results))
+
+    assert "canal-json, produce spent 4.0 µs/row of CPU (Python and librdkafka) in one process and 6.0 in 2 " \
+           "at once (1.50x)" in text
+    assert shared_cores_note(results[:1]) == []
