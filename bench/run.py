@@ -769,6 +769,12 @@ def report(results: list[Result], args, profiles: dict[str, str], services: str,
         lines += ["The CPU notes of the Spark jobs add up the CPU seconds of the Python workers, the Spark JVM and "
                   "the broker during each job: near 100% of the cores means the job is bound by CPU, shared by all "
                   "three on this machine.", ""]
+    if any(r.name.startswith(BARE) for r in results):
+        lines += [f"The sink produces with {PRODUCE_CALLS['produce']}, whichever call the bare producer found "
+                  "fastest: a task may report only rows the broker acknowledged, and its order check compares the "
+                  "offsets each task's messages landed at, which only a report per message carries (with failure "
+                  "reports only, librdkafka reports no success, and so no offset, for any message). "
+                  "`produce_batch()` takes a dict per message and reports each as `produce()` does.", ""]
     lines += stage_table(results, find("e2e", DRAIN))
     if not args.small:
         lines += missed_targets(results, args.protocols)

@@ -22,7 +22,7 @@ def test_the_harness_runs_every_measurement_and_writes_its_table(tmp_path):
                            "--data-dir", str(tmp_path / "data")], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     table = output.read_text()
-    for line in ("| Spark noop sink (input limit) |", "Machine: ",
+    for line in ("| Spark noop sink (input limit) |", "Machine: ", "The sink produces with produce() per message",
                  "| Python sink that drops its input (bench-drain) |", "## Where a row's CPU goes (one task)",
                  *(f"| bare producer canal-json, {call}, 1 process |" for call in PRODUCE_CALLS.values())):
         assert line in table, line
