@@ -315,6 +315,11 @@ def _bare_producer_worker(args) -> tuple[float, float]:
     return seconds, time.process_time() - cpu
 
 
+def processes_text(processes: int) -> str:
+    """How a bare producer run's name ends: its process count."""
+    return f"{processes} process{'es' * (processes > 1)}"
+
+
 def _broker_cpu() -> float:
     return sum(seconds for kind, seconds in _cpu_by_process().values() if kind == "broker")
 
@@ -334,7 +339,7 @@ def bare_producer(bootstrap_servers: str, protocol: str, path: Path, rows: int, 
         wall, broker_cpu = time.perf_counter() - started, _broker_cpu() - broker_cpu
     _delete_topic(bootstrap_servers, topic_written(options))
     used = {"Python": sum(cpu for _, cpu in shares), "JVM": 0.0, "broker": broker_cpu}
-    return Result("e2e", f"{BARE} {protocol}, {PRODUCE_CALLS[call]}, {processes} process{'es' * (processes > 1)}",
+    return Result("e2e", f"{BARE} {protocol}, {PRODUCE_CALLS[call]}, {processes_text(processes)}",
                   rows, max(seconds for seconds, _ in shares), cpu=used,
                   note=f"produce time only (the whole step, encoding included, took {wall:.1f} s); CPU s while "
                        f"producing: Python and librdkafka {used['Python']:.1f}, broker {broker_cpu:.1f}")
@@ -693,10 +698,21 @@ def encoder_profile(table: pa.Table, protocol: str, registry: str | None) -> str
     return text + "\n\n" + profile_shares(stats)
 
 
+def find_result(results: list[Result], section: str, name: str, exact: bool = True) -> Result | None:
+    """The first result of ``section`` named ``name`` (or, not ``exact``, whose name starts with it)."""
+    return next((r for r in results if r.section == section and (r.name == name if exact else
+                                                                  r.name.startswith(name))), None)
+
+
+def bare_limit(results: list[Result], protocol: str) -> Result | None:
+    """The fastest bare producer run of ``protocol``: the output limit."""
+    return max((r for r in results if r.section == "e2e" and r.name.startswith(f"{BARE} {protocol},")),
+               key=lambda r: r.rows_per_second, default=None)
+
+
 def report(results: list[Result], args, profiles: dict[str, str], services: str, checks: list[str]) -> str:
     def find(section: str, name: str, exact: bool = True) -> Result | None:
-        return next((r for r in results if r.section == section and (r.name == name if exact else
-                                                                      r.name.startswith(name))), None)
+        return find_result(results, section, name, exact)
 
     def target(value: float, goal: float) -> str:
         return "" if args.small else verdict(value, goal)
@@ -743,8 +759,7 @@ def report(results: list[Result], args, profiles: dict[str, str], services: str,
                 lines.append(f"| {name}: encode vs hand-written encode ({serializer}) | {ratio:.2f}x | {goal} |")
         alo = find("e2e", f"ticdc-sink {protocol}, at-least-once")
         eo = find("e2e", f"ticdc-sink {protocol}, exactly-once")
-        bare = max((r for r in results if r.section == "e2e" and r.name.startswith(f"{BARE} {protocol},")),
-                   key=lambda r: r.rows_per_second, default=None)
+        bare = bare_limit(results, protocol)
         handwritten_job = find("e2e", f"hand-written foreachPartition {protocol},", exact=False)
         if alo and bare:
             ratio = alo.rows_per_second / bare.rows_per_second
@@ -793,14 +808,15 @@ def per_row(result: Result, kind: str) -> float:
 def missed_targets(results: list[Result], protocols: list[str]) -> list[str]:
     """One paragraph per missed target: by how much, and what the measured costs leave of a way to meet it."""
     def find(section: str, name: str) -> Result | None:
-        return next((r for r in results if r.section == section and r.name.startswith(name)), None)
+        return find_result(results, section, name)
 
     notes = []
     for protocol in protocols:
         name, goal = title(protocol), ENCODE_TARGETS[protocol]
         sink = find("encode", f"ticdc-sink {protocol}")
         hand = find("encode", f"hand-written {protocol}, dict per row + {STANDARD_SERIALIZER[protocol]}")
-        stages = next((r.stages for r in results if r.section == "stages" and r.name == protocol), None)
+        staged = find("stages", protocol)
+        stages = staged.stages if staged else None
         if sink and hand and sink.rows_per_second < goal * hand.rows_per_second:
             ours, theirs = sink.seconds * 1e6 / sink.rows, hand.seconds * 1e6 / hand.rows
             in_task = (f" In a task, the input contract takes {stages['input']:.1f} µs/row and the encoder "
@@ -811,8 +827,7 @@ def missed_targets(results: list[Result], protocols: list[str]) -> list[str]:
                          "The encoder's profile below shows where its time goes.")
         alo = find("e2e", f"ticdc-sink {protocol}, at-least-once")
         eo = find("e2e", f"ticdc-sink {protocol}, exactly-once")
-        bare = max((r for r in results if r.section == "e2e" and r.name.startswith(f"{BARE} {protocol},")),
-                   key=lambda r: r.rows_per_second, default=None)
+        bare = bare_limit(results, protocol)
         if protocol in OUTPUT_TARGETS and alo and alo.cpu and bare and bare.cpu:
             wanted = OUTPUT_TARGETS[protocol] * bare.rows_per_second
             if alo.rows_per_second < wanted:
@@ -848,16 +863,16 @@ def stage_table(results: list[Result], drain: Result | None) -> list[str]:
     staged = [r for r in results if r.section == "stages"]
     if not staged:
         return []
-    measured = {"receive": drain.stages["receive"], WORKER: drain.cpu["Python"] * 1e6 / drain.rows
-                - drain.stages["receive"]} if drain else {WORKER: 0.0}
+    measured = {"receive": drain.stages["receive"], WORKER: per_row(drain, "Python") - drain.stages["receive"]
+                } if drain else {WORKER: 0.0}
     columns = [WORKER, *STAGES, LIBRDKAFKA]
     lines = ["## Where a row's CPU goes (one task)", "",
              "| protocol | " + " | ".join(columns) + " | sum | Python workers in the Spark job, at-least-once |",
              "|---|" + "---:|" * (len(columns) + 2)]
     for r in staged:
         costs = {**r.stages, **measured}
-        job = next((j for j in results if j.name == f"ticdc-sink {r.name}, at-least-once"), None)
-        spark_python = f"{job.cpu['Python'] * 1e6 / job.rows:.1f}" if job and job.cpu else ""
+        job = find_result(results, "e2e", f"ticdc-sink {r.name}, at-least-once")
+        spark_python = f"{per_row(job, 'Python'):.1f}" if job and job.cpu else ""
         lines.append(f"| {title(r.name)} | " + " | ".join(f"{costs[c]:.1f}" for c in columns)
                      + f" | {sum(costs.values()):.1f} | {spark_python} |")
     lines += ["", "Microseconds of CPU per row. receive: the Python thread's CPU per row, taking the Arrow batches "
@@ -875,17 +890,19 @@ def stage_table(results: list[Result], drain: Result | None) -> list[str]:
 def shared_cores_note(results: list[Result]) -> list[str]:
     """Why the Spark job's Python CPU per row exceeds the one-task sum: the same work costs more CPU on shared
     cores, as the bare producer shows in one process and in one per core."""
-    alone = {r.name.rsplit(", ", 1)[0]: r for r in results if r.cpu and r.name.startswith(BARE)
-             and r.name.endswith(", 1 process")}
-    shared = next(((alone[r.name.rsplit(", ", 1)[0]], r) for r in results if r.cpu and r.name.startswith(BARE)
-                   and r.name.endswith(f", {CORES} processes") and r.name.rsplit(", ", 1)[0] in alone), None)
-    if shared is None:
-        return []
-    one, many = (per_row(r, "Python") for r in shared)
-    return [f"The one-task run has a core to itself; in the Spark job two tasks, the JVM and the broker share the "
-            f"{CORES} cores, and the same work then costs more CPU. The bare producer shows it on its own: "
-            f"{shared[0].name.rsplit(', ', 1)[0][len(BARE) + 1:]} spent {one:.1f} µs/row of CPU (Python and "
-            f"librdkafka) in one process and {many:.1f} in {CORES} at once ({many / one:.2f}x).", ""]
+    if CORES == 1:
+        return []  # no bare run shares the core
+    bare = {r.name: r for r in results if r.cpu and r.name.startswith(BARE)}
+    for name, together in bare.items():
+        run_of = name.removesuffix(f", {processes_text(CORES)}")
+        alone = bare.get(f"{run_of}, {processes_text(1)}")
+        if run_of != name and alone is not None:
+            one, many = per_row(alone, "Python"), per_row(together, "Python")
+            return [f"The one-task run has a core to itself; in the Spark job two tasks, the JVM and the broker "
+                    f"share the {CORES} cores, and the same work then costs more CPU. The bare producer shows it on "
+                    f"its own: {run_of[len(BARE) + 1:]} spent {one:.1f} µs/row of CPU (Python and librdkafka) in "
+                    f"one process and {many:.1f} in {CORES} at once ({many / one:.2f}x).", ""]
+    return []
 
 
 # ---------------------------------------------------------------------------

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.spark, pytest.mark.broker]
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
@@ -16,6 +15,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 from baselines import PRODUCE_CALLS  # noqa: E402
 
 
+@pytest.mark.spark
+@pytest.mark.broker
 def test_the_harness_runs_every_measurement_and_writes_its_table(tmp_path):
     output = tmp_path / "RESULTS.md"
     done = subprocess.run([sys.executable, str(ROOT / "bench" / "run.py"), "--small", "--output", str(output),
