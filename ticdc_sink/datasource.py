@@ -18,6 +18,7 @@ from .config import SPARK_OWN_OPTIONS, parse_options
 from .errors import ConfigError, TiCDCSinkError
 from .codec import encoder_for
 from .kafka_io import check_brokers
+from .task_input import spark_batches
 from .writer import TaskReport, WritePlan, arrow_schema_of, rows_to_record_batches
 
 try:  # pyspark >= 4.1
@@ -100,7 +101,7 @@ class TiCDCBatchWriter(DataSourceArrowWriter):
         self.plan = plan
 
     def write(self, iterator) -> TaskReport:
-        return self.plan.write(iterator)
+        return self.plan.write(spark_batches(iterator))
 
     def commit(self, messages) -> None:
         self.plan.commit(messages)
@@ -143,7 +144,7 @@ if DataSourceStreamArrowWriter is not None:
             self.plan = plan
 
         def write(self, iterator) -> TaskReport:
-            return self.plan.write(iterator)
+            return self.plan.write(spark_batches(iterator))
 
 
 class TiCDCStreamRowWriter(_StreamCommit, DataSourceStreamWriter):
@@ -154,4 +155,4 @@ class TiCDCStreamRowWriter(_StreamCommit, DataSourceStreamWriter):
         self.arrow_schema = arrow_schema_of(schema)
 
     def write(self, iterator: Iterator) -> TaskReport:
-        return self.plan.write(rows_to_record_batches(iterator, self.arrow_schema))
+        return self.plan.write(spark_batches(rows_to_record_batches(iterator, self.arrow_schema)))

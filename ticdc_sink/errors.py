@@ -44,3 +44,7 @@ class DeliveryError(TiCDCSinkError):
 
 class TaskTimeoutError(DeliveryError):
     """A task outlived its Kafka transaction (``task-timeout-ms``)."""
+
+
+class InputCutShortError(TiCDCSinkError):
+    """Spark stopped feeding a task (an operator before the sink failed): the attempt must not commit."""
