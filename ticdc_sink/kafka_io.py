@@ -370,7 +370,10 @@ class KafkaOutput:
     def close(self) -> None:
         """Drop what is unsent (a failed task) without waiting; Producer has no other close."""
         self._producer.purge()
-        self._producer.flush(0)
+        try:
+            self._producer.flush(0)
+        except KafkaException:  # a fenced producer is in a fatal state: nothing is left to send, it says so again
+            pass
 
 
 @dataclass(frozen=True)
