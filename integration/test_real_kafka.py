@@ -19,3 +19,4 @@ _spark_sink = _load("ticdc_sink_unit_spark_sink", TESTS / "test_spark_sink.py")
 globals().update({name: value for module in (_exactly_once, _spark_sink)
                   for name, value in vars(module).items() if name.startswith("test_")})
 protocol = _exactly_once.protocol  # the fixture its delivery tests run for every protocol with
+transaction_calls = _exactly_once.transaction_calls  # the fixture that records what the writer asks of the broker

@@ -48,6 +48,93 @@ def broker():
         yield BrokerUnderTest(running.bootstrap_servers, "read_uncommitted")
 
 
+class _ProxiedEmbeddedBroker:
+    """The embedded broker behind a proxy: killing the proxy takes the broker away, data kept."""
+
+    def __init__(self, broker: BrokerUnderTest, hides_aborted_transactions: bool):
+        from ticdc_sink.broker import BrokerProxy
+
+        self.view, self.proxy = broker, BrokerProxy(broker)
+        self.hides_aborted_transactions = hides_aborted_transactions
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return self.proxy.bootstrap_servers
+
+    @property
+    def pid(self) -> int:
+        return self.proxy.pid
+
+    def bring_back(self) -> None:
+        self.proxy.stop()
+        self.proxy.start()
+
+    def read(self, topic: str, **options) -> list:
+        return self.view.read(topic, **options)
+
+
+class _PrivateKafka:
+    """A one-node Apache Kafka of the test's own (integration/kafka_server.py): killed with -9 and
+    restarted on the same ports with its data, as a cluster shared with other tests cannot be."""
+
+    def __init__(self):
+        import importlib.util
+        from pathlib import Path
+
+        path = Path(__file__).resolve().parents[1] / "integration" / "kafka_server.py"
+        spec = importlib.util.spec_from_file_location("ticdc_sink_kafka_server", path)
+        kafka_server = sys.modules[spec.name] = importlib.util.module_from_spec(spec)  # dataclasses look it up
+        spec.loader.exec_module(kafka_server)
+        self.cluster = kafka_server.KafkaCluster(1)
+        self.view = None
+        self.hides_aborted_transactions = True
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return self.cluster.bootstrap_servers
+
+    @property
+    def pid(self) -> int:
+        return self.cluster.nodes[0].process.pid
+
+    def bring_back(self) -> None:
+        node = self.cluster.nodes[0]
+        node.process.wait()
+        self.cluster.start_node(node)
+        self.cluster.wait_until_ready()
+
+    def read(self, topic: str, **options) -> list:
+        return self.view.read(topic, **options)
+
+
+@pytest.fixture
+def broker_that_goes_away(broker, hides_aborted_transactions):
+    """A broker that a test can take away (kill its ``pid``) and ``bring_back()`` with everything it had.
+
+    Next to the embedded broker: a proxy in front of it.  Next to real Kafka, which
+    cannot be taken away from under the other tests: a private one-node Kafka,
+    read as the session's broker is read.
+    """
+    if os.environ.get("TICDC_SINK_TEST_BOOTSTRAP_SERVERS") is None and broker.isolation == "read_uncommitted":
+        proxied = _ProxiedEmbeddedBroker(broker, hides_aborted_transactions)
+        proxied.proxy.start()
+        try:
+            yield proxied
+        finally:
+            proxied.proxy.stop()
+        return
+    private = _PrivateKafka()
+    try:
+        private.cluster.start()
+    except Exception as e:  # no java or mvn here
+        pytest.skip(f"a broker to take away next to real Kafka is a private Kafka node, which cannot start: {e}")
+    private.view = BrokerUnderTest(private.bootstrap_servers, "read_committed")
+    try:
+        yield private
+    finally:
+        private.cluster.stop()
+
+
 @pytest.fixture(scope="session")
 def spark():
     # Spark's Python workers must run the interpreter that has the dependencies.
