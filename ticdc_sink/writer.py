@@ -169,15 +169,15 @@ class WritePlan:
                                 task: TaskIdentity) -> None:
         """Send the task's rows in one transaction and commit it with the batch id and the input row count.
 
-        An attempt cannot tell from its input whether Spark will count it: when an
-        operator before the sink fails, pyspark ends the writer's input as if it
-        were complete.  So a marker of this batch left by an earlier attempt is
-        trusted only as far as it can be checked: an earlier attempt that read at
-        least as many input rows covered this one (Spark's replays give a
-        partition the same rows, so this one is either the same or itself cut
-        short), and this attempt's copy is discarded; one that read fewer was cut
-        short, and this attempt commits every row, so the rows of that earlier
-        attempt appear twice but none is lost.
+        An attempt whose input Spark cut short fails before it commits
+        (``task_input.spark_batches``), but where that cannot be seen (outside
+        pyspark's worker) such an attempt commits what it read.  So a marker of
+        this batch left by an earlier attempt is trusted only as far as it can be
+        checked: an earlier attempt that read at least as many input rows covered
+        this one (Spark's replays give a partition the same rows, so this one is
+        either the same or itself cut short), and this attempt's copy is
+        discarded; one that read fewer was cut short, and this attempt commits
+        every row, so the rows of that earlier attempt appear twice but none is lost.
         """
         output = TransactionalOutput(self.config, task.transactional_id, task.marker_group)
         clock = StageClock()
