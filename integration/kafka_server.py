@@ -92,7 +92,7 @@ def kafka_classpath(version: str = KAFKA_VERSION, cache: Path = CACHE) -> str:
             shutil.move(str(fetched), lib)  # whole or not at all: a run cut short fetches again
         finally:
             shutil.rmtree(work, ignore_errors=True)
-    return os.pathsep.join(str(jar) for jar in sorted(lib.glob("*.jar")))
+    return str(lib / "*")  # the JVM expands it to every jar of the folder
 
 
 def free_port() -> int:
