@@ -320,8 +320,9 @@ class KafkaOutput:
         if error is not None:
             self._failed += 1
             self._note_fenced(error)
-            if len(self._failures) < 5:
-                self._failures.append(f"{message.topic()}[{message.partition()}]: {error.str()}")
+            reason = f"{message.topic()}[{message.partition()}]: {error.str()}"
+            if len(self._failures) < 5 and reason not in self._failures:  # each reason once: one short line
+                self._failures.append(reason)
         else:
             self.delivered += 1
             where, offset = (message.topic(), message.partition()), message.offset()
@@ -417,22 +418,33 @@ def _marker_consumer(output: "KafkaOutput", group: str):
                      "group.id": group, "enable.auto.commit": False, "isolation.level": "read_committed"})
 
 
+_COORDINATOR_MOVING = (KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+                       KafkaError.COORDINATOR_NOT_AVAILABLE)
+
+
 def _committed(output: "KafkaOutput", consumer, group: str) -> list[int | None]:
-    """The offsets ``group`` committed on the marker topic's partitions, None where it committed none."""
+    """The offsets ``group`` committed on the marker topic's partitions, None where it committed none.
+
+    A group coordinator that is moving (a broker restarted, or just started) answers with a
+    retriable error; the read is tried again until ``broker-timeout-ms``.
+    """
     from confluent_kafka import TopicPartition
 
     topic, timeout = output.config.marker_topic, output.config.broker_timeout_ms / 1000
-    try:
-        partitions = consumer.committed([TopicPartition(topic, p) for p in range(_MARKER_PARTITIONS)],
-                                        timeout=timeout)
-    except KafkaException as e:
-        raise DeliveryError(f"cannot read the marker of {group!r} from {output.config.bootstrap_servers}: "
-                            f"{e.args[0].str()}") from None
-    for partition in partitions:
-        if partition.error is not None:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            partitions = consumer.committed([TopicPartition(topic, p) for p in range(_MARKER_PARTITIONS)],
+                                            timeout=max(0.1, deadline - time.monotonic()))
+            error = next((p.error for p in partitions if p.error is not None), None)
+        except KafkaException as e:
+            error = e.args[0]
+        if error is None:
+            return [p.offset if p.offset >= 0 else None for p in partitions]
+        if not (error.retriable() or error.code() in _COORDINATOR_MOVING) or time.monotonic() >= deadline:
             raise DeliveryError(f"cannot read the marker of {group!r} from {output.config.bootstrap_servers}: "
-                                f"{partition.error.str()}")
-    return [p.offset if p.offset >= 0 else None for p in partitions]
+                                f"{error.str()}")
+        time.sleep(0.2)
 
 
 def _marker(offsets: list[int | None]) -> Marker:
