@@ -53,10 +53,14 @@ class KafkaServerError(RuntimeError):
     """Kafka could not be fetched, formatted or started; the message is one line with what to do."""
 
 
+class ToolMissing(KafkaServerError):
+    """This machine lacks ``java`` or ``mvn``: tests that need real Kafka skip, saying so."""
+
+
 def _tool(name: str, hint: str) -> str:
     path = shutil.which(name)
     if path is None:
-        raise KafkaServerError(f"`{name}` is not on PATH; {hint}")
+        raise ToolMissing(f"`{name}` is not on PATH; {hint}")
     return path
 
 
@@ -307,8 +311,12 @@ rootLogger.appenderRef.file.ref = file
 
 
 def new_cluster_id() -> str:
-    """A cluster id as Kafka writes them: a random UUID in URL-safe base64 without padding."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A cluster id as Kafka makes them: a random UUID in URL-safe base64 without padding, never starting with
+    '-' (command lines would read it as an option)."""
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
 
 
 def _quiet():

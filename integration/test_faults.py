@@ -36,7 +36,7 @@ from pyspark import cloudpickle
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from kafka_server import KafkaCluster, KafkaServerError
+from kafka_server import KafkaCluster, ToolMissing
 
 pytestmark = [pytest.mark.spark]
 # The faults run in Spark's Python workers, which cannot import this file: they travel by value.
@@ -59,7 +59,7 @@ def cluster():
     kafka = KafkaCluster(3)
     try:
         kafka.start()
-    except KafkaServerError as e:
+    except ToolMissing as e:
         pytest.skip(f"no three-node Kafka for the fault suite: {e}")
     yield kafka
     kafka.stop()

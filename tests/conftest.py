@@ -85,7 +85,7 @@ class _PrivateKafka:
         spec = importlib.util.spec_from_file_location("ticdc_sink_kafka_server", path)
         kafka_server = sys.modules[spec.name] = importlib.util.module_from_spec(spec)  # dataclasses look it up
         spec.loader.exec_module(kafka_server)
-        self.cluster = kafka_server.KafkaCluster(1)
+        self.cluster, self.tool_missing = kafka_server.KafkaCluster(1), kafka_server.ToolMissing
         self.view = None
         self.hides_aborted_transactions = True
 
@@ -126,8 +126,8 @@ def broker_that_goes_away(broker, hides_aborted_transactions):
     private = _PrivateKafka()
     try:
         private.cluster.start()
-    except Exception as e:  # no java or mvn here
-        pytest.skip(f"a broker to take away next to real Kafka is a private Kafka node, which cannot start: {e}")
+    except private.tool_missing as e:
+        pytest.skip(f"a broker to take away next to real Kafka is a private Kafka node, which needs {e}")
     private.view = BrokerUnderTest(private.bootstrap_servers, "read_committed")
     try:
         yield private
