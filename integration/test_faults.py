@@ -483,7 +483,8 @@ def test_a_task_killed_mid_transaction_is_retried_and_a_zombie_of_it_is_fenced(s
     errors = first_errors(task_failures, log_start)
     record("a task's Python worker killed -9 mid-transaction; a zombie with its transactional.id opens a "
            "transaction before the retry", took,
-           "; ".join(f"{kind}: {text}" for kind, text in errors[:1]) + f"; the zombie's commit: {zombie}")
+           ("; ".join(f"{kind}: {text}" for kind, text in errors[:1])
+            or "Spark: Python worker exited unexpectedly (crashed)") + f"; the zombie's commit: {zombie}")
 
 
 def test_the_marker_topics_leader_dies_between_produce_and_commit(spark, cluster, tmp_path, task_failures):
