@@ -98,6 +98,22 @@ def task_failures(spark, tmp_path_factory):
     return path
 
 
+def log_position(log: Path) -> int:
+    return log.stat().st_size if log.exists() else 0
+
+
+def what_users_saw(log: Path, since: int, otherwise: str, most: int = 3) -> str:
+    """The lost tasks' errors after byte ``since`` of the log, one line each, or ``otherwise``."""
+    return "; ".join(f"{kind}: {text}" for kind, text in first_errors(log, since)[:most]) or otherwise
+
+
+def restart(cluster, node) -> None:
+    """Bring a killed node back with its data, and wait until the cluster lists it again."""
+    node.process.wait()
+    cluster.start_node(node)
+    cluster.wait_until_ready()
+
+
 def first_errors(log: Path, since: int) -> list[str]:
     """The sink's (or Spark's) one-line errors of the tasks lost after byte ``since`` of the log."""
     text = log.read_text(errors="replace")[since:] if log.exists() else ""
@@ -302,19 +318,15 @@ def test_the_leader_of_a_data_partition_killed_mid_transaction_then_restarted(sp
     run = new_run(cluster, tmp_path)
     write_feed(spark, tmp_path / "feed")
     victim = cluster.node(leader_of(cluster, run.topic, 0))
-    log_start = task_failures.stat().st_size if task_failures.exists() else 0
+    log_start = log_position(task_failures)
     query = run_query(spark, run, sink_options(cluster, run),
                       fault_filter(run, kill_pids([victim.process.pid]), at_key=KEYS // 3))
     assert query.exception() is None, query.exception()
     took = recovered(query, run)
-    victim.process.wait()
-    cluster.start_node(victim)
-    cluster.wait_until_ready()
+    restart(cluster, victim)
     assert_exactly_once_in_order(cluster, run)
-    errors = first_errors(task_failures, log_start)
     record(f"leader of partition 0 (node {victim.node_id}) killed -9 mid-transaction, restarted after the query",
-           took, "; ".join(f"{kind}: {text}" for kind, text in errors) or "nothing: the producer moved to the new "
-           "leader and the transaction committed")
+           took, what_users_saw(task_failures, log_start, "nothing: the producer moved to the new leader"))
 
 
 def test_the_transaction_coordinator_killed_as_the_task_commits(spark, cluster, tmp_path, task_failures):
@@ -322,20 +334,16 @@ def test_the_transaction_coordinator_killed_as_the_task_commits(spark, cluster, 
     write_feed(spark, tmp_path / "feed")
     warm_transactions(cluster)
     coordinator = cluster.node(transaction_coordinator(cluster, f"{run.prefix}-0"))
-    log_start = task_failures.stat().st_size if task_failures.exists() else 0
+    log_start = log_position(task_failures)
     # The task of Spark partition 0 reaches its last keys: the next thing it does is commit, to a dead coordinator.
     query = run_query(spark, run, sink_options(cluster, run),
                       fault_filter(run, kill_pids([coordinator.process.pid]), at_key=KEYS - 30, partition=0))
     assert query.exception() is None, query.exception()
     took = recovered(query, run)
-    coordinator.process.wait()
-    cluster.start_node(coordinator)
-    cluster.wait_until_ready()
+    restart(cluster, coordinator)
     assert_exactly_once_in_order(cluster, run)
-    errors = first_errors(task_failures, log_start)
     record(f"transaction coordinator of Spark partition 0 (node {coordinator.node_id}) killed -9 as the task "
-           "commits", took, "; ".join(f"{kind}: {text}" for kind, text in errors)
-           or "nothing: the commit went to the new coordinator")
+           "commits", took, what_users_saw(task_failures, log_start, "nothing: the commit went to the new coordinator"))
 
 
 def test_a_broker_paused_past_the_timeouts_then_resumed(spark, cluster, tmp_path, task_failures):
@@ -343,7 +351,7 @@ def test_a_broker_paused_past_the_timeouts_then_resumed(spark, cluster, tmp_path
     write_feed(spark, tmp_path / "feed")
     victim = cluster.node(leader_of(cluster, run.topic, 0))
     pause_s = 2.5 * BROKER_TIMEOUT_MS / 1000
-    log_start = task_failures.stat().st_size if task_failures.exists() else 0
+    log_start = log_position(task_failures)
     resumer = signal_later(run, victim.process.pid, signal.SIGCONT, pause_s)
     try:
         query = run_query(spark, run, sink_options(cluster, run),
@@ -354,10 +362,9 @@ def test_a_broker_paused_past_the_timeouts_then_resumed(spark, cluster, tmp_path
     took = recovered(query, run)
     cluster.wait_until_ready()
     assert_exactly_once_in_order(cluster, run)
-    errors = first_errors(task_failures, log_start)
     record(f"leader of partition 0 (node {victim.node_id}) paused (SIGSTOP) {pause_s:.0f} s, past "
            f"broker-timeout-ms={BROKER_TIMEOUT_MS}, then resumed", took,
-           "; ".join(f"{kind}: {text}" for kind, text in errors) or "nothing: the cluster moved leadership away")
+           what_users_saw(task_failures, log_start, "nothing: the cluster moved leadership away"))
 
 
 def test_a_task_outliving_its_transaction_timeout_fails_in_one_line_and_its_retry_commits(spark, cluster, tmp_path,
@@ -365,7 +372,7 @@ def test_a_task_outliving_its_transaction_timeout_fails_in_one_line_and_its_retr
     run = new_run(cluster, tmp_path)
     write_feed(spark, tmp_path / "feed")
     timeout_ms = 8000
-    log_start = task_failures.stat().st_size if task_failures.exists() else 0
+    log_start = log_position(task_failures)
     # The coordinator aborts a transaction older than transaction.timeout.ms (task-timeout-ms) on its next check
     # (every 10 s): the task stalls long enough for that, then carries on into the aborted transaction.
     query = run_query(spark, run, sink_options(cluster, run, **{"task-timeout-ms": str(timeout_ms)}),
@@ -468,7 +475,7 @@ def test_a_task_killed_mid_transaction_is_retried_and_a_zombie_of_it_is_fenced(s
         while not os.path.exists(zombie_files[0]) and time_.monotonic() < deadline:
             time_.sleep(0.1)
 
-    log_start = task_failures.stat().st_size if task_failures.exists() else 0
+    log_start = log_position(task_failures)
     query = run_query(spark, run, options, fault_filter(run, kill_the_sink_and_raise_a_zombie, at_key=KEYS // 3))
     Path(zombie_files[2]).touch()  # the zombie now tries to commit what it sent
     deadline = time.monotonic() + 60
@@ -480,11 +487,10 @@ def test_a_task_killed_mid_transaction_is_retried_and_a_zombie_of_it_is_fenced(s
     zombie = Path(zombie_files[1]).read_text()
     assert zombie.startswith("DeliveryError") and "taken over by a newer attempt" in zombie, zombie
     assert_exactly_once_in_order(cluster, run)
-    errors = first_errors(task_failures, log_start)
     record("a task's Python worker killed -9 mid-transaction; a zombie with its transactional.id opens a "
            "transaction before the retry", took,
-           ("; ".join(f"{kind}: {text}" for kind, text in errors[:1])
-            or "Spark: Python worker exited unexpectedly (crashed)") + f"; the zombie's commit: {zombie}")
+           what_users_saw(task_failures, log_start, "Spark: Python worker exited unexpectedly (crashed)", most=1)
+           + f"; the zombie's commit: {zombie}")
 
 
 def test_the_marker_topics_leader_dies_between_produce_and_commit(spark, cluster, tmp_path, task_failures):
@@ -505,18 +511,15 @@ def test_the_marker_topics_leader_dies_between_produce_and_commit(spark, cluster
             out.write(str(leader))
         os.kill(pids[leader], signal.SIGKILL)
 
-    log_start = task_failures.stat().st_size if task_failures.exists() else 0
+    log_start = log_position(task_failures)
     query = run_query(spark, run, options, fault_filter(run, kill_the_marker_leader, at_key=KEYS - 30))
     assert query.exception() is None, query.exception()
     took = recovered(query, run)
     victim = cluster.node(int(killed.read_text()))
-    victim.process.wait()
-    cluster.start_node(victim)
-    cluster.wait_until_ready()
+    restart(cluster, victim)
     assert_exactly_once_in_order(cluster, run)
-    errors = first_errors(task_failures, log_start)
     record(f"the marker topic's leader (node {victim.node_id}) killed -9 between the rows and the commit", took,
-           "; ".join(f"{kind}: {text}" for kind, text in errors) or "nothing")
+           what_users_saw(task_failures, log_start, "nothing"))
 
 
 def test_the_whole_cluster_down_fails_the_query_in_one_line_and_a_restart_loses_nothing(spark, cluster, tmp_path):

@@ -48,7 +48,18 @@ def broker():
         yield BrokerUnderTest(running.bootstrap_servers, "read_uncommitted")
 
 
-class _ProxiedEmbeddedBroker:
+class _BrokerThatGoesAway:
+    """What a test takes away: its ``bootstrap_servers`` and ``pid``, ``bring_back()``, and ``read`` as the
+    session's broker reads."""
+
+    view: BrokerUnderTest
+    hides_aborted_transactions: bool
+
+    def read(self, topic: str, **options) -> list:
+        return self.view.read(topic, **options)
+
+
+class _ProxiedEmbeddedBroker(_BrokerThatGoesAway):
     """The embedded broker behind a proxy: killing the proxy takes the broker away, data kept."""
 
     def __init__(self, broker: BrokerUnderTest, hides_aborted_transactions: bool):
@@ -69,11 +80,8 @@ class _ProxiedEmbeddedBroker:
         self.proxy.stop()
         self.proxy.start()
 
-    def read(self, topic: str, **options) -> list:
-        return self.view.read(topic, **options)
 
-
-class _PrivateKafka:
+class _PrivateKafka(_BrokerThatGoesAway):
     """A one-node Apache Kafka of the test's own (integration/kafka_server.py): killed with -9 and
     restarted on the same ports with its data, as a cluster shared with other tests cannot be."""
 
@@ -102,9 +110,6 @@ class _PrivateKafka:
         node.process.wait()
         self.cluster.start_node(node)
         self.cluster.wait_until_ready()
-
-    def read(self, topic: str, **options) -> list:
-        return self.view.read(topic, **options)
 
 
 @pytest.fixture
