@@ -70,7 +70,8 @@ def run(args) -> dict:
 
     work = Path(tempfile.mkdtemp(prefix=f"ticdc-sink-soak-{os.getpid()}-"))
     spark = (SparkSession.builder.master("local[2,4]").appName("ticdc-sink-soak")
-             .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
+             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+             .config("spark.sql.shuffle.partitions", "2")
              .config("spark.sql.session.timeZone", "UTC").getOrCreate())
     spark.sparkContext.setLogLevel("OFF")  # the injected failures would fill the terminal with stack traces
     print(f"soak: writing the feed, {args.rows:,} rows in {args.batches} files", file=sys.stderr, flush=True)
