@@ -1030,6 +1030,16 @@ def parse_args(argv: list[str] | None):
     return args
 
 
+
+SOAK_SECTION = "<!-- soak: integration/soak.py writes this section -->"  # soak.py's SECTION_START
+
+
+def kept_soak_section(output: Path) -> str:
+    """The Soak section integration/soak.py wrote into ``output``: a new benchmark run keeps it."""
+    existing = output.read_text() if output.exists() else ""
+    return "\n" + existing[existing.index(SOAK_SECTION):] if SOAK_SECTION in existing else ""
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     say(f"writing the feed ({args.rows:,} rows) to {args.data_dir}")
@@ -1062,7 +1072,7 @@ def main(argv: list[str] | None = None) -> int:
 
     services = f"Broker: {broker_name}." + (f" Schema Registry: {registry_name}." if registry_name else "")
     text = report(results, args, profiles, services, checks)
-    args.output.write_text(text)
+    args.output.write_text(text + kept_soak_section(args.output))
     print(text)
     say(f"written to {args.output}")
     return 0
