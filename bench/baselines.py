@@ -413,9 +413,9 @@ class SimpleTableIdentity:
     @classmethod
     def of_the_sink(cls) -> "SimpleTableIdentity":
         from feed import spark_schema, sink_options
-        from ticdc_sink.changes import InputLayout
-        from ticdc_sink.codec.simple_schema import simple_table, table_id
-        from ticdc_sink.config import parse_options
+        from ticdc_sink.changes.contract import InputLayout
+        from ticdc_sink.codec.simple.table_schema import simple_table, table_id
+        from ticdc_sink.options import parse_options
 
         config = parse_options(sink_options("127.0.0.1:1", "t", protocol="simple"))
         layout = InputLayout.from_spark_schema(spark_schema(), config)
@@ -497,7 +497,7 @@ class SimpleAvroWriter:
 
     def __init__(self, identity: SimpleTableIdentity):
         import fastavro
-        from ticdc_sink.codec.simple_avro import SCHEMA
+        from ticdc_sink.codec.simple.avro_wire import SCHEMA
 
         self.identity, self.schema, self.write = identity, SCHEMA, fastavro.schemaless_writer
 

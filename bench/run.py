@@ -57,14 +57,15 @@ from baselines import (HANDWRITTEN, PRODUCE_CALLS, STANDARD_SERIALIZER, AvroTarg
                        drained, produce_all, serializer_choices)
 from feed import BENCHED, sink_options, spark_schema, topic_written, write_feed  # noqa: E402
 
-from ticdc_sink.changes import ChangeBatchBuilder, InputLayout  # noqa: E402
-from ticdc_sink.codec import encoder_for  # noqa: E402
-from ticdc_sink.config import parse_options  # noqa: E402
-from ticdc_sink.costs import LIBRDKAFKA, STAGES  # noqa: E402
-from ticdc_sink.dispatch import PartitionDispatcher, Routing, TopicRouter, route  # noqa: E402
-from ticdc_sink.kafka_io import python_bytes  # noqa: E402
-from ticdc_sink.redact import mask_url  # noqa: E402
-from ticdc_sink.writer import WritePlan  # noqa: E402
+from ticdc_sink.changes.contract import ChangeBatchBuilder
+from ticdc_sink.changes.contract import InputLayout
+from ticdc_sink.codec import encoder_for
+from ticdc_sink.options import parse_options
+from ticdc_sink.sink.costs import LIBRDKAFKA, STAGES
+from ticdc_sink.dispatch import PartitionDispatcher, Routing, TopicRouter, route
+from ticdc_sink.kafka.producer import python_bytes
+from ticdc_sink.redact import mask_url
+from ticdc_sink.sink.task import WritePlan
 
 CORES = os.cpu_count() or 1
 # Each protocol's encode-only vs its hand-written encode step (STANDARD_SERIALIZER): 10x for the JSON protocols,
@@ -196,7 +197,6 @@ def _encoded(table: pa.Table, options: dict[str, str], routing_of) -> list[tuple
         encoded = encoder.encode_rows(changes, routing_of(changes, topic_written(options)))
         keys = python_bytes(encoded.keys) if encoded.keys is not None else [None] * len(encoded)
         messages += zip(encoded.partitions.tolist(), keys, python_bytes(encoded.values))
-    encoder.finish()
     return messages
 
 
@@ -278,7 +278,7 @@ def _without_build_ts(protocol: str, messages: list[tuple[bytes | None, bytes | 
     and byte length (the clock's varint has the same width in both)."""
     if protocol == "simple":
         return [(key, _BUILD_TS.sub(b'"buildTs":0,', value, count=1)) for key, value in messages]
-    from ticdc_sink.codec.simple_avro import read
+    from ticdc_sink.codec.simple.avro_wire import read
 
     return [(key, len(value), {**read(value), "buildTs": 0}) for key, value in messages]
 

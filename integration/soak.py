@@ -136,7 +136,7 @@ def read_back(args, topic: str) -> dict:
     """Every key of the topic, read_committed, counted."""
     import numpy as np
 
-    from ticdc_sink.kafka_io import iter_messages
+    from ticdc_sink.kafka.topic_reader import iter_messages
 
     seen = np.zeros(args.rows, dtype=np.uint8)
     read = 0

@@ -224,7 +224,7 @@ def assert_exactly_once_in_order(cluster, run: Run) -> int:
     """Every key's changes once each, in commit order within its partition; returns the messages read."""
     from ticdc_sink.codec import decoder_for
     from ticdc_sink.codec.base import RowEvent
-    from ticdc_sink.kafka_io import read_messages
+    from ticdc_sink.kafka.topic_reader import read_messages
 
     settings = {**cluster.client_settings, "isolation.level": "read_committed"}
     settings.pop("bootstrap.servers")
@@ -390,7 +390,7 @@ def test_a_task_outliving_its_transaction_timeout_fails_in_one_line_and_its_retr
 
 ZOMBIE = """
 import sys, time, json
-from ticdc_sink.config import parse_options
+from ticdc_sink.options import parse_options
 from ticdc_sink.kafka_io import TransactionalOutput
 from ticdc_sink.messages import Messages
 options, transactional_id, marker_group, ready, outcome, release = json.loads(sys.argv[1])

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pyarrow as pa
 from pyspark.sql import types as T
 
-from ticdc_sink.changes import ChangeBatchBuilder, InputLayout
-from ticdc_sink.config import parse_options
-from ticdc_sink.writer import arrow_schema_of
+from ticdc_sink.changes.contract import ChangeBatchBuilder, InputLayout
+from ticdc_sink.codec import PROTOCOL_OPTIONS
+from ticdc_sink.options import parse_options
+from ticdc_sink.sink.spark_rows import arrow_schema_of
 
 BASE_OPTIONS = {"kafka.bootstrap.servers": "127.0.0.1:1", "protocol": "canal-json", "topic": "t"}
 
@@ -26,3 +29,12 @@ def build(spark_schema: T.StructType, rows: list[dict], **options):
     record_batch = pa.RecordBatch.from_pylist(rows, schema=arrow_schema_of(spark_schema))
     changes, ddls = ChangeBatchBuilder(layout, config).build(record_batch)
     return config, layout, changes, ddls
+
+
+def configured(config, **changes):
+    """``config`` with ``changes``, the protocol's own options among them, for the protocol it then has."""
+    options_class = PROTOCOL_OPTIONS[changes.get("protocol", config.protocol)]
+    own = {f.name for f in dataclasses.fields(options_class)}
+    options = config.protocol_options if isinstance(config.protocol_options, options_class) else options_class()
+    options = dataclasses.replace(options, **{k: v for k, v in changes.items() if k in own})
+    return dataclasses.replace(config, protocol_options=options, **{k: v for k, v in changes.items() if k not in own})

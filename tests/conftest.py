@@ -21,7 +21,7 @@ class BrokerUnderTest:
 
     def read(self, topic: str, **options) -> list:
         """Every message of ``topic``, in partition and offset order (``kafka_io.read_messages``'s options)."""
-        from ticdc_sink.kafka_io import read_messages
+        from ticdc_sink.kafka.topic_reader import read_messages
 
         return read_messages(self.bootstrap_servers, topic,
                              settings={"isolation.level": self.isolation, **self.security}, **options)
@@ -164,7 +164,7 @@ def hides_aborted_transactions(broker) -> bool:
 
     from confluent_kafka import Producer
 
-    from ticdc_sink.kafka_io import read_messages
+    from ticdc_sink.kafka.topic_reader import read_messages
 
     probe_topic = f"abort-probe-{uuid.uuid4().hex}"
     producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "transactional.id": probe_topic})

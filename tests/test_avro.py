@@ -24,11 +24,11 @@ from pyspark.sql import types as T
 
 from changefeed import build, schema
 from schema_registry_double import SchemaRegistryDouble
-from ticdc_sink.codec import decoder_for, encoder_for
-from ticdc_sink.codec.avro import column_binary
+from ticdc_sink.codec import check_services, decoder_for, encoder_for, open_encoder
+from ticdc_sink.codec.avro.encoder import column_binary
 from ticdc_sink.dispatch import Routing
 from ticdc_sink.errors import ConfigError, ContractError
-from ticdc_sink.schema_registry import SchemaRegistryFailure, client_settings, subject
+from ticdc_sink.codec.shared.schema_registry import SchemaRegistryFailure, client_settings, subject
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "avro"
 CASES = json.loads((GOLDEN / "values.json").read_text())["columns"]
@@ -175,7 +175,7 @@ CASE_IDS = [f"{n}-{c['column']}-{c['mysql_type']}" for n, c in enumerate(CASES)]
 def test_each_value_is_ticdcs_avro_binary(schema_registry, number, case):
     spark_schema, rows, options = case_table(case, number)
     config, layout, changes, _ = build(spark_schema, rows, **avro_options(schema_registry, **options))
-    column = layout.table.column(case["column"])
+    column = layout.table.column_named(case["column"])
     assert column_binary(changes.columns[case["column"]], column, config).to_pylist() == [
         bytes.fromhex(case["avro_binary_hex"])]
 
@@ -420,21 +420,21 @@ def test_a_keyless_delete_decodes_to_no_event(schema_registry):
 
 def test_the_batch_writes_registry_check_names_the_registry(schema_registry):
     config, layout, *_ = build(TABLE, [], **avro_options(schema_registry))
-    encoder_for(config, layout.table).check_services()
+    check_services(config)
     method, path, _ = schema_registry.requests[-1]
     assert (method, path.split("?")[0]) == ("GET", "/subjects")
     url = schema_registry.url
     schema_registry.stop()
     with pytest.raises(SchemaRegistryFailure, match=f"schema registry {url} cannot be reached .listing its subjects"):
-        encoder_for(config, layout.table).check_services()
+        check_services(config)
 
 
 def test_the_task_closes_the_client_it_opened(schema_registry):
-    rows = [{"_op": "INSERT", "_commit_ts": TS_INSERT, "id": 1, "name": "Zoë"}]
-    _, encoder, _ = encode(TABLE, rows, **avro_options(schema_registry))
-    client = encoder.registry
-    encoder.close()
-    assert encoder.registry is None
+    config, layout, changes, _ = build(TABLE, [{"_op": "INSERT", "_commit_ts": TS_INSERT, "id": 1, "name": "Zoë"}],
+                                       **avro_options(schema_registry))
+    with open_encoder(config, layout.table) as encoder:
+        encoder.encode_rows(changes, routing(changes.num_rows))
+        client = encoder.registry
     with pytest.raises(RuntimeError, match="client has been closed"):
         client.register("x-value", '"string"', "a check")
 

@@ -11,7 +11,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from ticdc_sink.codec.avro_binary import booleans, decimal_bytes, fixed_width, length_prefixed, nullable, varints
+from ticdc_sink.codec.shared.avro_binary import (booleans, decimal_bytes, fixed_width, length_prefixed, nullable,
+                                                 varints)
 
 
 def fastavro_bytes(schema, value) -> bytes:

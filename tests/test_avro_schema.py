@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 from pathlib import Path
@@ -10,13 +9,16 @@ from pathlib import Path
 import fastavro
 import pytest
 
-from ticdc_sink.codec.avro_schema import EXTENSION_FIELDS, column_field, record, schema_text
-from ticdc_sink.codec.tidb_names import sanitize_name
-from ticdc_sink.config import parse_options
-from ticdc_sink.mysql_types import Column, parse_mysql_type
+from changefeed import configured
+from ticdc_sink.codec.avro.schema import EXTENSION_FIELDS, column_field, record, schema_text
+from ticdc_sink.codec.shared.names import sanitize_name
+from ticdc_sink.options import parse_options
+from ticdc_sink.table.schema import Column
+from ticdc_sink.table.type_grammar import parse_mysql_type
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "avro"
-CONFIG = parse_options({"kafka.bootstrap.servers": "h:1", "protocol": "canal-json", "topic": "t"})
+CONFIG = parse_options({"kafka.bootstrap.servers": "h:1", "protocol": "avro", "topic": "t_{schema}_{table}",
+                        "schema-registry": "http://sr:8081"})
 COLUMNS = json.loads((GOLDEN / "values.json").read_text())["columns"]
 
 
@@ -32,7 +34,7 @@ def column(name: str, declaration: str, **keys) -> Column:
 
 
 def config(**options) -> object:
-    return dataclasses.replace(CONFIG, **{k.replace("-", "_"): v for k, v in options.items()})
+    return configured(CONFIG, **{k.replace("-", "_"): v for k, v in options.items()})
 
 
 @pytest.mark.parametrize("case", COLUMNS, ids=[f"{c['column']}-{c['mysql_type']}" for c in COLUMNS])

@@ -7,10 +7,10 @@ import dataclasses
 import pytest
 
 from test_simple import encoder
-from ticdc_sink.bootstrap import BootstrapState, rows_per_table
-from ticdc_sink.config import SinkConfig
+from ticdc_sink.sink.bootstrap import BootstrapState
+from ticdc_sink.codec.simple.options import SimpleOptions
 
-CONFIG = SinkConfig(protocol="simple", topic="t", send_bootstrap_interval_in_sec=120, send_bootstrap_in_msg_count=10)
+OPTIONS = SimpleOptions(send_bootstrap_interval_in_sec=120, send_bootstrap_in_msg_count=10)
 V = 42
 
 
@@ -27,15 +27,19 @@ V = 42
     (BootstrapState(), False, 1, 2000, BootstrapState(V, 2000, 0), True),
 ])
 def test_when_the_driver_sends_a_bootstrap(state, sent_by_tasks, rows, now_ms, after, send):
-    assert state.after_batch(CONFIG, V, sent_by_tasks, rows, now_ms) == (after, send)
+    assert state.after_batch(OPTIONS, V, sent_by_tasks, rows, now_ms) == (after, send)
+
+
+def with_options(config, **options):
+    return dataclasses.replace(config, protocol_options=dataclasses.replace(config.protocol_options, **options))
 
 
 def test_bootstraps_go_to_every_partition_or_the_first_and_zero_turns_them_off():
     simple, changes = encoder([{"_op": "INSERT", "_commit_ts": 1, "id": 1}])
     assert simple.bootstrap_version == simple.shape.version
     assert simple.bootstrap_messages("simple", "user", "t").partitions.tolist() == [-1]  # BROADCAST
-    first_only = dataclasses.replace(simple.config, send_bootstrap_to_all_partition=False)
+    first_only = with_options(simple.config, send_bootstrap_to_all_partition=False)
     assert type(simple)(first_only, simple.table).bootstrap_messages("simple", "user", "t").partitions.tolist() == [0]
     for off in ({"send_bootstrap_interval_in_sec": 0}, {"send_bootstrap_in_msg_count": 0}):
-        assert type(simple)(dataclasses.replace(simple.config, **off), simple.table).bootstrap_version is None
-    assert rows_per_table(changes) == {("simple", "user"): 1}
+        assert type(simple)(with_options(simple.config, **off), simple.table).bootstrap_version is None
+    assert changes.tables_of_rows()[0] == [("simple", "user")]

@@ -136,7 +136,7 @@ def test_reading_a_topic_starts_at_offset_zero_not_at_the_brokers_earliest_answe
     of two producers and three partitions, the Spark tests' intermittent shortfall)."""
     import confluent_kafka
 
-    from ticdc_sink.kafka_io import read_messages
+    from ticdc_sink.kafka.topic_reader import read_messages
 
     assigned = []
 

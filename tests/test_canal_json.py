@@ -23,8 +23,7 @@ from ticdc_sink.codec.base import DDLEvent, WatermarkEvent
 from ticdc_sink.ddl import DDLChange, classify
 from ticdc_sink.dispatch import Routing
 from ticdc_sink.errors import ContractError, MessageTooLargeError
-from ticdc_sink.messages import BROADCAST
-from ticdc_sink.writer import check_message_sizes
+from ticdc_sink.kafka.messages import BROADCAST
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "canal-json"
 BUILD_MS = 1639633142960
@@ -271,10 +270,9 @@ def test_a_message_over_max_message_bytes_is_refused_with_the_row_key():
                                        [{"id": 6, "t": "x"}, {"id": 7, "t": "x" * 500}], database="d", table="t",
                                        primary_key="id", max_message_bytes="300")
     routing = Routing(["t"], np.zeros(2, "int32"), np.zeros(2, "int32"), {"t": 1})
-    messages = encoder_for(config, layout.table).encode_rows(changes, routing)
     with pytest.raises(MessageTooLargeError, match=r"message of row \{id=7\}.*of table d\.t is \d+ bytes, over "
                                                    r"max-message-bytes=300"):
-        check_message_sizes(config, messages, changes)
+        encoder_for(config, layout.table).encode_rows(changes, routing)
 
 
 # -- value renderings of one type each, against goldens derived from the reference
@@ -352,9 +350,10 @@ def test_small_decimals_keep_their_scale_without_exponents():
 def test_binary_values_of_a_sliced_batch():
     import pyarrow as pa
 
-    from ticdc_sink.changes import ChangeBatchBuilder, InputLayout
-    from ticdc_sink.config import parse_options
-    from ticdc_sink.writer import arrow_schema_of
+    from ticdc_sink.changes.contract import ChangeBatchBuilder
+    from ticdc_sink.changes.contract import InputLayout
+    from ticdc_sink.options import parse_options
+    from ticdc_sink.sink.spark_rows import arrow_schema_of
 
     s = schema(("id", T.IntegerType(), False), ("b", T.BinaryType()))
     config = parse_options({"kafka.bootstrap.servers": "h:1", "protocol": "canal-json", "topic": "t",

@@ -20,9 +20,10 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from ticdc_sink.cli import build_parser, enum_set_types, format_event
+from ticdc_sink.cli.main import build_parser
+from ticdc_sink.cli.tail import enum_set_types, format_event
 from ticdc_sink.codec.base import DDLEvent, RowEvent, WatermarkEvent
-from ticdc_sink.mysql_types import tso_from_unix_ms
+from ticdc_sink.tso import tso_from_unix_ms
 
 CLI = [sys.executable, "-m", "ticdc_sink"]
 NEW_YEAR_MS = int(dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc).timestamp() * 1000)

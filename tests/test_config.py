@@ -13,17 +13,13 @@ import pickle
 import pytest
 
 from ticdc_sink import codec
-from ticdc_sink.config import (
-    DELIVERY_MODES,
-    DISPATCHERS,
-    KNOWN_OPTIONS,
-    ORDER_CHECKS,
-    PROTOCOLS,
-    SinkConfig,
-    parse_options,
-    parse_sink_uri,
-    require_table_names,
-)
+from ticdc_sink.config import DELIVERY_MODES, DISPATCHERS, ORDER_CHECKS, PROTOCOLS, SinkConfig, require_table_names
+from ticdc_sink.codec import PROTOCOL_OPTIONS
+from ticdc_sink.codec.avro.options import AvroOptions
+from ticdc_sink.codec.canal_json.options import CanalJSONOptions
+from ticdc_sink.codec.open_protocol.options import OpenProtocolOptions
+from ticdc_sink.codec.simple.options import SimpleOptions
+from ticdc_sink.options import KNOWN_OPTIONS, parse_options, parse_sink_uri
 from ticdc_sink.errors import ConfigError, TiCDCSinkError
 
 BASE = {"kafka.bootstrap.servers": "broker:9092", "protocol": "canal-json", "topic": "orders"}
@@ -49,6 +45,20 @@ def with_base(**extra):
     return options
 
 
+# A protocol that has each protocol option, and what that protocol requires besides.
+PROTOCOL_OF = {name: protocol for protocol, options in PROTOCOL_OPTIONS.items() for name in options.option_fields()}
+REQUIRED = {"avro": {"topic": "t_{schema}_{table}", "schema-registry": "http://sr:8081"}}
+
+
+def parsed_value(option: str, attr: str, raw: str):
+    """What ``option=raw`` parses to: on the sink's config, or on the options of a protocol that has it."""
+    protocol = PROTOCOL_OF.get(option)
+    if protocol is None:
+        return getattr(parse_options(with_base(**{option: raw})), attr)
+    options = with_base(protocol=protocol, **REQUIRED.get(protocol, {}), **{option: raw})
+    return getattr(parse_options(options).protocol_options, attr)
+
+
 # ---------------------------------------------------------------------------
 # The minimal valid configuration and its defaults
 
@@ -62,17 +72,15 @@ def test_minimal_options_and_defaults():
     assert c.bootstrap_servers == "broker:9092"
     # TiCDC defaults (common/config.go): max-message-bytes 10 MiB, max-batch-size 16
     assert c.max_message_bytes == 10 * 1024 * 1024
-    assert c.max_batch_size == 16
-    assert c.enable_tidb_extension is False
-    assert c.content_compatible is False
-    assert c.only_output_updated_columns is False
+    assert c.protocol_options == CanalJSONOptions(False, False, False)
+    assert OpenProtocolOptions().max_batch_size == 16
     assert c.partition == "default"
     assert c.partition_columns == ()
     assert c.time_zone == "UTC"
-    assert c.avro_namespace == "default"
-    assert c.avro_decimal_handling_mode == "precise"
-    assert c.avro_bigint_unsigned_handling_mode == "long"
-    assert c.encoding_format == "json"
+    avro = AvroOptions()
+    assert (avro.avro_namespace, avro.avro_decimal_handling_mode, avro.avro_bigint_unsigned_handling_mode) == \
+        ("default", "precise", "long")
+    assert SimpleOptions().encoding_format == "json"
     assert c.database is None and c.table is None
 
 
@@ -190,7 +198,7 @@ def test_option_names_are_case_insensitive():
     c = parse_options({"KAFKA.BOOTSTRAP.SERVERS": "h:1", "Protocol": "Canal-JSON", "TOPIC": "t_{schema}_{table}",
                        "Enable-TiDB-Extension": "true"})
     assert c.protocol == "canal-json"
-    assert c.enable_tidb_extension is True
+    assert c.protocol_options.enable_tidb_extension is True
     assert c.bootstrap_servers == "h:1"
 
 
@@ -237,7 +245,7 @@ BOOL_OPTIONS = [
                                           ("t", True), (" true ", True), ("false", False), ("FALSE", False),
                                           ("0", False), ("f", False)])
 def test_bool_parsing(option, attr, raw, expected):
-    assert getattr(parse_options(with_base(**{option: raw})), attr) is expected
+    assert parsed_value(option, attr, raw) is expected
 
 
 @pytest.mark.parametrize("option,attr", BOOL_OPTIONS)
@@ -265,15 +273,15 @@ INT_OPTIONS_MIN_0 = [("table-id", "table_id"), ("schema-version", "schema_versio
 
 
 def test_either_bootstrap_setting_at_zero_turns_bootstrap_messages_off():
-    assert parse_options(with_base()).sends_bootstrap
+    assert parse_options(with_base(protocol="simple")).protocol_options.sends_bootstrap
     for option in ("send-bootstrap-interval-in-sec", "send-bootstrap-in-msg-count"):
-        assert not parse_options(with_base(**{option: "0"})).sends_bootstrap
+        assert not parse_options(with_base(protocol="simple", **{option: "0"})).protocol_options.sends_bootstrap
 
 
 @pytest.mark.parametrize("option,attr", INT_OPTIONS_MIN_1 + INT_OPTIONS_MIN_0)
 def test_int_parsing(option, attr):
-    assert getattr(parse_options(with_base(**{option: "7"})), attr) == 7
-    assert getattr(parse_options(with_base(**{option: " 42 "})), attr) == 42
+    assert parsed_value(option, attr, "7") == 7
+    assert parsed_value(option, attr, " 42 ") == 42
 
 
 @pytest.mark.parametrize("option,attr", INT_OPTIONS_MIN_1 + INT_OPTIONS_MIN_0)
@@ -295,7 +303,7 @@ def test_zero_is_out_of_range_for_counts_and_sizes(option, attr):
 
 @pytest.mark.parametrize("option,attr", INT_OPTIONS_MIN_0)
 def test_zero_is_allowed_for_ids_and_versions(option, attr):
-    assert getattr(parse_options(with_base(**{option: "0"})), attr) == 0
+    assert parsed_value(option, attr, "0") == 0
 
 
 # ---------------------------------------------------------------------------
@@ -453,8 +461,8 @@ def test_transactional_id_prefix_is_kept():
 )
 def test_other_choice_options(option, attr, choices):
     for choice in choices:
-        assert getattr(parse_options(with_base(**{option: choice})), attr) == choice
-        assert getattr(parse_options(with_base(**{option: choice.upper()})), attr) == choice
+        assert parsed_value(option, attr, choice) == choice
+        assert parsed_value(option, attr, choice.upper()) == choice
     err = error(with_base(**{option: "double"}))
     assert err.option == option
     assert err.value == "double"
@@ -556,7 +564,7 @@ def test_registry_client_settings_are_collected_and_their_secrets_masked():
     c = parse_options(with_base(**{**AVRO, "schema-registry": "https://u:pw@sr:8081"}, topic="{schema}_{table}",
                                 **{"schema-registry.basic.auth.user.info": "u:pw",
                                    "Schema-Registry.ssl.ca.location": "/ca.pem"}))
-    assert c.schema_registry_settings == (("basic.auth.user.info", "u:pw"), ("ssl.ca.location", "/ca.pem"))
+    assert c.protocol_options.schema_registry_settings == (("basic.auth.user.info", "u:pw"), ("ssl.ca.location", "/ca.pem"))
     assert "pw" not in repr(c)
     assert "ssl.ca.location', '/ca.pem'" in repr(c)
 
@@ -568,7 +576,7 @@ def test_the_registry_url_is_not_a_client_setting():
 
 def test_other_protocols_ignore_a_registry_as_ticdc_does():
     c = parse_options(with_base(**{"schema-registry": "http://sr:8081", "schema-registry.timeout": "5"}))
-    assert c.protocol == "canal-json" and c.schema_registry == "http://sr:8081"
+    assert c.protocol == "canal-json" and c.protocol_options == CanalJSONOptions()
 
 
 def test_default_topic():
@@ -582,17 +590,17 @@ def test_default_topic():
 
 
 def test_sink_uri_whole():
-    c = parse_options({"sink-uri": "kafka://h1:9092,h2:9093/my-topic?protocol=canal-json"
-                                   "&enable-tidb-extension=true&max-message-bytes=1048576&partition-num=6"
+    c = parse_options({"sink-uri": "kafka://h1:9092,h2:9093/my-topic?protocol=open-protocol"
+                                   "&only-output-updated-columns=true&max-message-bytes=1048576&partition-num=6"
                                    "&replication-factor=3&max-batch-size=4"})
     assert c.kafka == {"bootstrap.servers": "h1:9092,h2:9093"}
     assert c.topic == "my-topic"
-    assert c.protocol == "canal-json"
-    assert c.enable_tidb_extension is True
+    assert c.protocol == "open-protocol"
+    assert c.protocol_options.only_output_updated_columns is True
     assert c.max_message_bytes == 1048576
     assert c.partition_num == 6
     assert c.replication_factor == 3
-    assert c.max_batch_size == 4
+    assert c.protocol_options.max_batch_size == 4
 
 
 def test_parse_sink_uri_returns_options_and_kafka_settings():
@@ -609,7 +617,7 @@ def test_sink_uri_topic_is_url_decoded():
 def test_sink_uri_parameters_are_case_insensitive():
     c = parse_options({"sink-uri": "KAFKA://h:9092/t?PROTOCOL=Canal-JSON&Enable-TiDB-Extension=TRUE"})
     assert c.protocol == "canal-json"
-    assert c.enable_tidb_extension is True
+    assert c.protocol_options.enable_tidb_extension is True
 
 
 def test_sink_uri_without_topic_takes_the_topic_option():
@@ -627,7 +635,7 @@ def test_sink_uri_without_topic_or_option_is_an_error():
 def test_sink_uri_combined_with_other_options():
     c = parse_options({"sink-uri": "kafka://h:9092/t?protocol=canal-json", "enable-tidb-extension": "true",
                        "kafka.client.id": "me"})
-    assert c.enable_tidb_extension is True
+    assert c.protocol_options.enable_tidb_extension is True
     assert c.kafka == {"bootstrap.servers": "h:9092", "client.id": "me"}
 
 
@@ -756,8 +764,8 @@ def test_sink_uri_user_info_is_not_a_broker():
 
 def test_sink_uri_content_compatible_forces_only_updated_columns():
     c = parse_options({"sink-uri": "kafka://h:9092/t?protocol=canal-json&content-compatible=true"})
-    assert c.content_compatible is True
-    assert c.only_output_updated_columns is True
+    assert c.protocol_options.content_compatible is True
+    assert c.protocol_options.only_output_updated_columns is True
 
 
 # ---------------------------------------------------------------------------
@@ -766,19 +774,19 @@ def test_sink_uri_content_compatible_forces_only_updated_columns():
 
 def test_content_compatible_forces_only_output_updated_columns():
     c = parse(content_compatible="true")
-    assert c.content_compatible and c.only_output_updated_columns
+    assert c.protocol_options.content_compatible and c.protocol_options.only_output_updated_columns
 
 
 def test_content_compatible_overrides_an_explicit_false():
     c = parse(content_compatible="true", only_output_updated_columns="false")
-    assert c.only_output_updated_columns is True
+    assert c.protocol_options.only_output_updated_columns is True
 
 
 def test_only_output_updated_columns_alone():
     c = parse(only_output_updated_columns="true")
-    assert c.only_output_updated_columns and not c.content_compatible
+    assert c.protocol_options.only_output_updated_columns and not c.protocol_options.content_compatible
     c = parse(content_compatible="false")
-    assert not c.only_output_updated_columns
+    assert not c.protocol_options.only_output_updated_columns
 
 
 # ---------------------------------------------------------------------------
@@ -846,10 +854,11 @@ def test_invalid_time_zone(zone):
 
 
 def test_string_options_are_kept():
-    c = parse(database="shop", table="orders", cluster_id="c1", avro_namespace="ns", protocol="avro",
-              topic="{schema}_{table}", schema_registry="http://sr:8081", primary_key=" id ", unique_keys="uk(email)")
-    assert (c.database, c.table, c.cluster_id, c.avro_namespace) == ("shop", "orders", "c1", "ns")
-    assert c.schema_registry == "http://sr:8081"
+    c = parse(database="shop", table="orders", avro_namespace="ns", protocol="avro", topic="{schema}_{table}",
+              schema_registry="http://sr:8081", primary_key=" id ", unique_keys="uk(email)")
+    assert (c.database, c.table, c.protocol_options.avro_namespace) == ("shop", "orders", "ns")
+    assert c.protocol_options.schema_registry == "http://sr:8081"
+    assert parse(protocol="debezium", cluster_id=" c1 ").protocol_options.cluster_id == "c1"
     assert c.primary_key == "id"
     assert c.unique_keys == "uk(email)"
 

@@ -8,7 +8,8 @@ import time
 import pytest
 
 from test_exactly_once import a_query, plan_for, record_batches
-from ticdc_sink.costs import LIBRDKAFKA, STAGES, StageClock, StageCosts
+from ticdc_sink.sink.driver import commit_batch
+from ticdc_sink.sink.costs import LIBRDKAFKA, STAGES, StageClock, StageCosts
 
 
 def burn(seconds: float) -> None:
@@ -50,7 +51,7 @@ def test_a_tasks_report_carries_its_cpu_per_stage_and_the_driver_logs_the_batchs
     costs = report.costs.seconds
     assert list(costs) == [*STAGES, LIBRDKAFKA]
     assert all(costs[stage] > 0 for stage in ("input", "dispatch", "encode", "produce"))
-    with caplog.at_level(logging.INFO, logger="ticdc_sink.writer"):
-        plan.commit([report])
+    with caplog.at_level(logging.INFO, logger="ticdc_sink.sink.driver"):
+        commit_batch(plan, [report])
     summary = next(r.getMessage() for r in caplog.records if "the tasks' CPU" in r.getMessage())
     assert "micro-batch 0 wrote 2000 rows; the tasks' CPU: receive " in summary and summary.endswith(" µs/row")

@@ -15,7 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from ticdc_sink.ddl import ACTION_CODES, CANAL_DDL_TYPES, DDLChange, canal_ddl_type, classify, simple_ddl_type
+from ticdc_sink.ddl import ACTION_CODES, DDLChange, classify
+from ticdc_sink.codec.shared.ddl_types import CANAL_DDL_TYPES, canal_ddl_type
+from ticdc_sink.codec.simple.encoder import simple_ddl_type
 
 # (statement, TiDB action, Canal type)
 CASES = [

@@ -14,13 +14,13 @@ import numpy as np
 import pytest
 from pyspark.sql import types as T
 
-from changefeed import build, schema
+from changefeed import build, configured, schema
 from test_debezium_types import ENCODED, spark_input
-from ticdc_sink.codec.debezium import DebeziumEncoder
+from ticdc_sink.codec.debezium.encoder import DebeziumEncoder
 from ticdc_sink.ddl import DDLChange, classify
 from ticdc_sink.dispatch import Routing
 from ticdc_sink.errors import ContractError
-from ticdc_sink.messages import BROADCAST
+from ticdc_sink.kafka.messages import BROADCAST
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "debezium"
 CLOCK_MS = 1701326309000  # the goldens' payload.ts_ms
@@ -36,7 +36,7 @@ def golden(name: str) -> str:
 def encoder(spark_schema, rows: list[dict], **options):
     config, layout, changes, _ = build(spark_schema, rows, database="test", table="table1", primary_key="tiny",
                                        column_types="tiny TINYINT")
-    config = dataclasses.replace(config, protocol="debezium", cluster_id="test_cluster",
+    config = configured(config, protocol="debezium", cluster_id="test_cluster",
                                  **{k: v for k, v in options.items()})
     return DebeziumEncoder(config, layout.table, clock=lambda: CLOCK_MS), changes
 
@@ -91,7 +91,7 @@ def test_each_table_of_a_batch_gets_its_own_schema_names():
     rows = [{"_op": "INSERT", "_commit_ts": 1, "_schema": db, "_table": t, "id": i}
             for i, (db, t) in enumerate([("a", "x"), ("b", "y.z"), ("a", "x")])]
     config, layout, changes, _ = build(table, rows, primary_key="id")
-    debezium = DebeziumEncoder(dataclasses.replace(config, protocol="debezium", cluster_id="c-1"), layout.table,
+    debezium = DebeziumEncoder(configured(config, protocol="debezium", cluster_id="c-1"), layout.table,
                                clock=lambda: CLOCK_MS)
     messages = debezium.encode_rows(changes, Routing(["t"], np.zeros(3, np.int32), np.zeros(3, np.int32), {"t": 1}))
     names = [json.loads(v)["schema"]["name"] for v in messages.values.to_pylist()]
@@ -109,7 +109,7 @@ ID_TABLE = schema(("_op", T.StringType()), ("id", T.IntegerType(), False))
 def ddl_encoder(spark_schema, column_types: str, **options) -> DebeziumEncoder:
     config, layout, _, _ = build(spark_schema, [], database="test", table="table1", primary_key="id",
                                  column_types=column_types)
-    config = dataclasses.replace(config, protocol="debezium", cluster_id="test_cluster", **options)
+    config = configured(config, protocol="debezium", cluster_id="test_cluster", **options)
     return DebeziumEncoder(config, layout.table, clock=lambda: CLOCK_MS)
 
 
@@ -234,7 +234,7 @@ def test_ddl_without_schemas():
 # -- decoding
 
 def decoded(name: str):
-    from ticdc_sink.codec.debezium import DebeziumDecoder
+    from ticdc_sink.codec.debezium.decoder import DebeziumDecoder
 
     return DebeziumDecoder().decode(golden(f"{name}.key.json").encode(), golden(f"{name}.value.json").encode())
 
@@ -272,7 +272,7 @@ def test_names_and_types_ticdc_writes_differently_from_the_obvious():
     config, layout, changes, _ = build(table, [{"_op": "INSERT", "_commit_ts": 1, "id": 1, "f": 1.5, "e": "x'y"}],
                                        database="my-db", table="my-table.v2", primary_key="id",
                                        column_types="f FLOAT(7,0), e ENUM('x''y')")
-    debezium = DebeziumEncoder(dataclasses.replace(config, protocol="debezium", cluster_id="c-1"), layout.table,
+    debezium = DebeziumEncoder(configured(config, protocol="debezium", cluster_id="c-1"), layout.table,
                                clock=lambda: CLOCK_MS)
     messages = debezium.encode_rows(changes, Routing(["t"], np.zeros(1, np.int32), np.zeros(1, np.int32), {"t": 1}))
     value = json.loads(messages.values.to_pylist()[0])
@@ -284,7 +284,7 @@ def test_names_and_types_ticdc_writes_differently_from_the_obvious():
 def test_primary_key_names_follow_the_key_not_the_table():
     table = schema(("_op", T.StringType()), ("a", T.IntegerType(), False), ("b", T.IntegerType(), False))
     config, layout, _, _ = build(table, [], database="test", table="t", primary_key="b,a")
-    debezium = DebeziumEncoder(dataclasses.replace(config, protocol="debezium"), layout.table, clock=lambda: CLOCK_MS)
+    debezium = DebeziumEncoder(configured(config, protocol="debezium"), layout.table, clock=lambda: CLOCK_MS)
     _, value = encode_ddl(debezium, "t", "CREATE TABLE t (a INT, b INT, PRIMARY KEY (b, a))", 1)
     assert json.loads(value)["payload"]["tableChanges"][0]["table"]["primaryKeyColumnNames"] == ["b", "a"]
 

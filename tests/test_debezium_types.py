@@ -12,7 +12,7 @@ import pytest
 from pyspark.sql import types as T
 
 from changefeed import build, schema
-from ticdc_sink.codec.debezium_types import field_schema, value_fragments
+from ticdc_sink.codec.debezium.field_types import field_schema, value_fragments
 from ticdc_sink.errors import ContractError
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "debezium"
@@ -48,7 +48,7 @@ def column_of(case: dict):
     options = dict(protocol="canal-json", database="test", table="t", column_types=case["column_types"],
                    time_zone=case.get("time_zone", "UTC"))
     config, layout, changes, _ = build(table, [{"_op": "INSERT", case["column"]: value}], **options)
-    return config, layout.table.column(case["column"]), changes.columns[case["column"]]
+    return config, layout.table.column_named(case["column"]), changes.columns[case["column"]]
 
 
 # Values TiDB can hold that the sink's input contract refuses: Spark has no zero date, and a SET bitmask with
@@ -80,7 +80,7 @@ def test_a_set_bitmask_beyond_its_members_is_refused_as_the_input_contract_says(
 def test_decimals_become_the_double_nearest_their_text_on_both_sides_of_the_exact_division():
     import pyarrow as pa
 
-    from ticdc_sink.codec.debezium_types import decimal_doubles
+    from ticdc_sink.codec.debezium.field_types import decimal_doubles
 
     for precision, scale in [(12, 2), (20, 0), (38, 10), (38, 22), (38, 23), (38, 30)]:
         unscaled = [0, 1, -1, 2**53 - 1, 2**53, 2**53 + 1, -(2**53) - 1, 10**17 + 3, -(10**precision - 1),
@@ -98,7 +98,7 @@ def test_binary_values_become_the_padded_base64_of_each_value_alone():
 
     import pyarrow as pa
 
-    from ticdc_sink.codec.json_text import base64_fragments
+    from ticdc_sink.codec.shared.json_text import base64_fragments
 
     values = [bytes(range(n)) for n in range(8)] + [None, b"\xff" * 64, b""]
     array = pa.array(values, pa.binary())

@@ -23,13 +23,16 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from protocols import CANAL, ProtocolUnderTest
+from ticdc_sink.sink.driver import abort_batch, commit_batch
 from ticdc_sink.codec import PROTOCOLS, decoder_for
 from ticdc_sink.codec.base import RowEvent, WatermarkEvent
-from ticdc_sink.config import parse_options
+from ticdc_sink.options import parse_options
 from ticdc_sink.errors import DeliveryError, TaskTimeoutError
-from ticdc_sink.kafka_io import TransactionalOutput
-from ticdc_sink.messages import Messages
-from ticdc_sink.writer import TaskIdentity, TaskReport, WritePlan, arrow_schema_of
+from ticdc_sink.kafka.transactions import TransactionalOutput
+from ticdc_sink.kafka.messages import Messages
+from ticdc_sink.sink.report import TaskIdentity, TaskReport
+from ticdc_sink.sink.task import WritePlan
+from ticdc_sink.sink.spark_rows import arrow_schema_of
 
 pytestmark = [pytest.mark.broker]
 
@@ -121,7 +124,7 @@ class _TransactionCalls:
 @pytest.fixture
 def transaction_calls(monkeypatch) -> list[list[str]]:
     """What the writer asks of the broker: the transaction calls of each TransactionalOutput it makes, in order."""
-    import ticdc_sink.writer as writer_module
+    from ticdc_sink.sink import driver, task
 
     outputs: list[list[str]] = []
 
@@ -131,7 +134,8 @@ def transaction_calls(monkeypatch) -> list[list[str]]:
             outputs.append([])
             self._producer = _TransactionCalls(self._producer, outputs[-1])
 
-    monkeypatch.setattr(writer_module, "TransactionalOutput", Recorded)
+    for module in (task, driver):
+        monkeypatch.setattr(module, "TransactionalOutput", Recorded)
     return outputs
 
 
@@ -174,10 +178,10 @@ def test_a_retry_after_an_attempt_whose_input_was_cut_short_commits_every_row(br
     cut_short = plan.write(record_batches(range(1, 61)), task)  # Spark counts this attempt as failed
     assert (cut_short.rows, cut_short.messages > 0, cut_short.replayed) == (60, True, False)
 
-    with caplog.at_level("WARNING", logger="ticdc_sink.writer"):
+    with caplog.at_level("WARNING", logger="ticdc_sink.sink.driver"):
         retry = plan.write(record_batches(range(1, 101)), task)
         assert (retry.rows, retry.messages > 0, retry.replayed, retry.repeated_rows) == (100, True, False, 60)
-        plan.commit([retry])
+        commit_batch(plan, [retry])
     assert committed_marker(broker.bootstrap_servers, task.marker_group, partition=2) == 100
     counts = collections.Counter(row_ids(broker, topic, 1, under_test))
     assert set(counts) == set(range(1, 101))  # no loss
@@ -239,8 +243,8 @@ def test_the_driver_sends_a_batchs_control_events_once(broker, topic, under_test
     plan = plan_for(broker, topic, under_test)
     query = str(uuid.uuid4())
     report = plan.write(record_batches(range(1, 11)), a_query(plan, 3, query_id=query))
-    assert plan.commit([report]) == BASE_TS + 10
-    plan.commit([report])  # the driver crashed after sending: the replay sends nothing
+    assert commit_batch(plan, [report]) == BASE_TS + 10
+    commit_batch(plan, [report])  # the driver crashed after sending: the replay sends nothing
     marks = watermarks(broker, topic, 1, under_test)
     written = report.topics[under_test.kafka_topic(topic)]
     assert marks == ([BASE_TS + 10] * written if under_test.carries.watermarks else [])
@@ -254,8 +258,8 @@ def test_watermarks_never_go_backwards(broker, topic, delivery):
     low = plan_for(broker, topic, delivery=delivery).write(record_batches(range(1, 5)),
                                                            a_query(plan_for(broker, topic), 1, query_id=query))
     # pyspark makes a new writer for every commit: nothing is remembered in memory.
-    assert plan_for(broker, topic, delivery=delivery).commit([high]) == BASE_TS + 59
-    assert plan_for(broker, topic, delivery=delivery).commit([low]) == BASE_TS + 59
+    assert commit_batch(plan_for(broker, topic, delivery=delivery), [high]) == BASE_TS + 59
+    assert commit_batch(plan_for(broker, topic, delivery=delivery), [low]) == BASE_TS + 59
     assert set(watermarks(broker, topic, 14)) == {BASE_TS + 59}
 
 
@@ -274,7 +278,7 @@ def test_abort_fences_a_failed_partition_of_a_batch_write(broker, topic):
     plan, zombie = a_batch_write_with_an_open_zombie(broker, topic)
     zombie.produce(Messages.one(topic, 0, None, b"left open by a killed task"))
     try:
-        plan.abort([None])  # no task succeeded: the names come from the job
+        abort_batch(plan, [None])  # no task succeeded: the names come from the job
         with pytest.raises(DeliveryError, match="taken over by a newer attempt"):
             zombie.commit(0)
     finally:
@@ -289,7 +293,7 @@ def test_a_fenced_attempt_whose_messages_the_broker_refuses_says_it_was_taken_ov
     zombie.produce(Messages.one(topic, 0, None, b"sent before the takeover"))
     zombie.flush()
     try:
-        plan.abort([None])  # the newer attempt fences the zombie
+        abort_batch(plan, [None])  # the newer attempt fences the zombie
         with pytest.raises(DeliveryError, match="taken over by a newer attempt") as error:
             zombie.produce(Messages.one(topic, 0, None, b"sent after the takeover"))
             zombie.flush()
@@ -304,7 +308,7 @@ def test_a_fenced_attempt_whose_first_message_comes_after_the_takeover_says_so_i
     in the same one line, with no chained exception."""
     plan, zombie = a_batch_write_with_an_open_zombie(broker, topic)
     try:
-        plan.abort([None])  # the newer attempt fences the zombie before it sent anything
+        abort_batch(plan, [None])  # the newer attempt fences the zombie before it sent anything
         with pytest.raises(DeliveryError, match="taken over by a newer attempt") as error:
             zombie.produce(Messages.one(topic, 0, None, b"sent after the takeover"))
             zombie.flush()

@@ -17,10 +17,12 @@ import time
 
 import pytest
 
-from ticdc_sink.config import parse_options
+from ticdc_sink.sink.driver import abort_batch
+from ticdc_sink.options import parse_options
 from ticdc_sink.errors import DeliveryError
-from ticdc_sink.kafka_io import LIBRDKAFKA_LOG, check_brokers
-from ticdc_sink.writer import WritePlan
+from ticdc_sink.kafka.client_log import LIBRDKAFKA_LOG
+from ticdc_sink.kafka.producer import check_brokers
+from ticdc_sink.sink.task import WritePlan
 
 from changefeed import schema
 from pyspark.sql import types as T
@@ -97,9 +99,9 @@ def test_abort_of_a_batch_job_on_a_dead_broker_is_bounded_and_says_so_once(caplo
     plan = WritePlan.for_schema(config, schema(("id", T.IntegerType(), False)), job_id="j1")
     started = time.monotonic()
     with caplog.at_level(logging.WARNING, logger="ticdc_sink"):
-        plan.abort([None] * 4)  # four failed partitions to fence
+        abort_batch(plan, [None] * 4)  # four failed partitions to fence
     assert time.monotonic() - started < 2 + 1.5
-    warnings = [r.getMessage() for r in caplog.records if r.name == "ticdc_sink.writer"]
+    warnings = [r.getMessage() for r in caplog.records if r.name == "ticdc_sink.sink.driver"]
     assert len(warnings) == 1 and "fenced 0 of 4 failed partition(s)" in warnings[0], warnings
 
 
@@ -118,8 +120,8 @@ def test_a_producer_that_refuses_messages_after_its_transaction_failed_says_why_
     import pyarrow as pa
     from confluent_kafka import KafkaError, KafkaException
 
-    from ticdc_sink.kafka_io import KafkaOutput
-    from ticdc_sink.messages import Messages
+    from ticdc_sink.kafka.producer import KafkaOutput
+    from ticdc_sink.kafka.messages import Messages
 
     class FailedTransaction:
         """A producer whose transaction failed: its messages timed out, and it refuses new ones."""
@@ -154,7 +156,7 @@ def test_a_producer_that_refuses_messages_after_its_transaction_failed_says_why_
 
 
 def test_a_fatal_client_error_is_one_line_whatever_confluent_kafka_raised_for_it():
-    from ticdc_sink.kafka_io import KafkaOutput
+    from ticdc_sink.kafka.producer import KafkaOutput
 
     output = KafkaOutput(parse_options(options(closed_port())))
 

@@ -7,7 +7,7 @@ import json
 import pyarrow as pa
 import pytest
 
-from ticdc_sink.codec.json_text import GO_JSON, HTML, PLAIN, quote_json, quote_json_array
+from ticdc_sink.codec.shared.json_text import GO_JSON, HTML, PLAIN, quote_json, quote_json_array
 
 TEXT = "".join(chr(c) for c in range(0x80)) + "\u2028\u2029é😀"
 HTML_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from ticdc_sink.messages import BROADCAST, MESSAGE_OVERHEAD, Messages
+from ticdc_sink.kafka.messages import BROADCAST, MESSAGE_OVERHEAD, Messages
 
 
 def test_broadcast_messages_become_one_per_partition_in_place():

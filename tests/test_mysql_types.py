@@ -13,47 +13,16 @@ import pytest
 from pyspark.sql import types as T
 
 from ticdc_sink.errors import ConfigError
-from ticdc_sink.mysql_types import (
-    FLAG_BINARY,
-    FLAG_HANDLE_KEY,
-    FLAG_MULTIPLE_KEY,
-    FLAG_NULLABLE,
-    FLAG_PRIMARY_KEY,
-    FLAG_UNIQUE_KEY,
-    FLAG_UNSIGNED,
-    TYPE_BIT,
-    TYPE_BLOB,
-    TYPE_DATE,
-    TYPE_DATETIME,
-    TYPE_DOUBLE,
-    TYPE_DURATION,
-    TYPE_ENUM,
-    TYPE_FLOAT,
-    TYPE_INT24,
-    TYPE_JSON,
-    TYPE_LONG,
-    TYPE_LONG_BLOB,
-    TYPE_LONGLONG,
-    TYPE_MEDIUM_BLOB,
-    TYPE_NEWDECIMAL,
-    TYPE_SET,
-    TYPE_SHORT,
-    TYPE_STRING,
-    TYPE_TIMESTAMP,
-    TYPE_TINY,
-    TYPE_TINY_BLOB,
-    TYPE_VARCHAR,
-    TYPE_YEAR,
-    MySQLType,
-    TypeSyntaxError,
-    build_table_schema,
-    default_mysql_type,
-    parse_mysql_type,
-    split_column_types,
-    tso_from_unix_ms,
-    tso_physical_ms,
-    now_tso,
-)
+from ticdc_sink.table.mysql_types import (FLAG_BINARY, FLAG_HANDLE_KEY, FLAG_MULTIPLE_KEY, FLAG_NULLABLE,
+                                          FLAG_PRIMARY_KEY, FLAG_UNIQUE_KEY, FLAG_UNSIGNED, TYPE_BIT, TYPE_BLOB,
+                                          TYPE_DATE, TYPE_DATETIME, TYPE_DOUBLE, TYPE_DURATION, TYPE_ENUM,
+                                          TYPE_FLOAT, TYPE_INT24, TYPE_JSON, TYPE_LONG, TYPE_LONG_BLOB,
+                                          TYPE_LONGLONG, TYPE_MEDIUM_BLOB, TYPE_NEWDECIMAL, TYPE_SET, TYPE_SHORT,
+                                          TYPE_STRING, TYPE_TIMESTAMP, TYPE_TINY, TYPE_TINY_BLOB, TYPE_VARCHAR,
+                                          TYPE_YEAR, MySQLType)
+from ticdc_sink.table.type_grammar import TypeSyntaxError, parse_mysql_type, split_column_types
+from ticdc_sink.table.schema import build_table_schema, default_mysql_type
+from ticdc_sink.tso import tso_from_unix_ms, tso_physical_ms, now_tso
 
 F = T.StructField
 
@@ -657,7 +626,7 @@ def test_reference_worked_check_varchar_pk():
     # reference section 0: `a varchar(10) primary key` -> f=10, `b varchar(10)` -> f=64
     t = schema([F("a", T.StringType()), F("b", T.StringType())], "a VARCHAR(10), b VARCHAR(10)", "a")
     assert flags(t) == {"a": 10, "b": 64}
-    assert t.column("a").type.full_name == "varchar(10)"
+    assert t.column_named("a").type.full_name == "varchar(10)"
 
 
 def test_reference_worked_check_integers_add_binary_bit():
@@ -698,14 +667,14 @@ def test_unsigned_flag():
 )
 def test_binary_flag_follows_the_charset(spark, mysql, flag):
     t = schema([F("c", spark)], f"c {mysql}")
-    assert t.column("c").flag & ~FLAG_HANDLE_KEY == flag
+    assert t.column_named("c").flag & ~FLAG_HANDLE_KEY == flag
 
 
 def test_bit_and_year_columns_carry_the_unsigned_flag():
     t = schema([F("id", T.IntegerType(), False), F("b", T.LongType()), F("y", T.IntegerType())],
                "b BIT(8), y YEAR", "id")
-    assert t.column("b").flag == 1 | 64 | 128
-    assert t.column("y").flag == 1 | 64 | 128
+    assert t.column_named("b").flag == 1 | 64 | 128
+    assert t.column_named("y").flag == 1 | 64 | 128
 
 
 def test_types_come_from_column_types_then_metadata_then_defaults():
@@ -716,22 +685,22 @@ def test_types_come_from_column_types_then_metadata_then_defaults():
         F("d", T.IntegerType()),
     ]
     t = schema(fields, "a BIGINT UNSIGNED, c TEXT")
-    assert t.column("a").type.full_name == "bigint(20) unsigned"  # column-types
-    assert t.column("b").type.full_name == "enum('x','y')"  # metadata
-    assert t.column("c").type.short_name == "text"  # column-types beats metadata
-    assert t.column("d").type.full_name == "int(11)"  # Spark default
+    assert t.column_named("a").type.full_name == "bigint(20) unsigned"  # column-types
+    assert t.column_named("b").type.full_name == "enum('x','y')"  # metadata
+    assert t.column_named("c").type.short_name == "text"  # column-types beats metadata
+    assert t.column_named("d").type.full_name == "int(11)"  # Spark default
     assert t.names == ("a", "b", "c", "d")
 
 
 def test_metadata_mysql_type_for_names_that_are_not_identifiers():
     fields = [F("weird name, with comma", T.StringType(), True, {"mysql_type": "VARCHAR(20)"})]
     t = schema(fields)
-    assert t.column("weird name, with comma").type.full_name == "varchar(20)"
+    assert t.column_named("weird name, with comma").type.full_name == "varchar(20)"
 
 
 def test_column_types_names_are_case_insensitive():
     t = schema([F("UserId", T.LongType())], "userid BIGINT UNSIGNED")
-    assert t.column("UserId").type.unsigned
+    assert t.column_named("UserId").type.unsigned
 
 
 def test_column_order_and_spark_type_are_kept():
@@ -772,7 +741,7 @@ def test_column_order_and_spark_type_are_kept():
 )
 def test_compatible_spark_types_are_accepted(spark, mysql):
     t = schema([F("c", spark)], f"c {mysql}")
-    assert t.column("c").type == parse_mysql_type(mysql)
+    assert t.column_named("c").type == parse_mysql_type(mysql)
 
 
 @pytest.mark.parametrize(
@@ -885,10 +854,10 @@ def test_empty_key_is_an_error(unique_keys):
 def test_primary_key_columns_become_not_null():
     t = schema([F("a", T.IntegerType(), True), F("b", T.StringType(), True), F("c", T.IntegerType(), True)],
                primary_key="a,b")
-    assert not t.column("a").nullable
-    assert not t.column("b").nullable
-    assert t.column("c").nullable
-    assert t.column("a").flag & FLAG_NULLABLE == 0
+    assert not t.column_named("a").nullable
+    assert not t.column_named("b").nullable
+    assert t.column_named("c").nullable
+    assert t.column_named("a").flag & FLAG_NULLABLE == 0
 
 
 def test_primary_key_is_the_handle():
@@ -908,9 +877,9 @@ def test_composite_primary_key_beats_a_smaller_unique_key():
     fields = [F("a", T.IntegerType()), F("b", T.IntegerType()), F("u", T.IntegerType(), False)]
     t = schema(fields, primary_key="a,b", unique_keys="u")
     assert [c.name for c in t.handle_columns] == ["a", "b"]
-    assert t.column("a").flag == 1 | 2 | 8 | 32
-    assert t.column("b").flag == 1 | 2 | 8 | 32
-    assert t.column("u").flag == 1 | 16
+    assert t.column_named("a").flag == 1 | 2 | 8 | 32
+    assert t.column_named("b").flag == 1 | 2 | 8 | 32
+    assert t.column_named("u").flag == 1 | 16
 
 
 def test_handle_is_the_not_null_unique_key_with_fewest_columns():
@@ -924,9 +893,9 @@ def test_handle_is_the_not_null_unique_key_with_fewest_columns():
     assert [c.name for c in t.handle_columns] == ["email"]
     assert t.primary_key_names == []
     assert not t.keyless
-    assert t.column("email").flag == FLAG_HANDLE_KEY | FLAG_UNIQUE_KEY
-    assert t.column("a").flag == FLAG_BINARY | FLAG_UNIQUE_KEY | FLAG_MULTIPLE_KEY
-    assert t.column("id").flag == FLAG_BINARY | FLAG_NULLABLE
+    assert t.column_named("email").flag == FLAG_HANDLE_KEY | FLAG_UNIQUE_KEY
+    assert t.column_named("a").flag == FLAG_BINARY | FLAG_UNIQUE_KEY | FLAG_MULTIPLE_KEY
+    assert t.column_named("id").flag == FLAG_BINARY | FLAG_NULLABLE
 
 
 def test_handle_tie_goes_to_the_first_declared_unique_key():
@@ -942,7 +911,7 @@ def test_nullable_unique_key_is_not_a_handle():
     # the one-column key is nullable, so the two-column NOT NULL key is the handle
     t = schema(fields, unique_keys="c;a,b")
     assert [c.name for c in t.handle_columns] == ["a", "b"]
-    assert t.column("c").flag == FLAG_UNIQUE_KEY | FLAG_NULLABLE
+    assert t.column_named("c").flag == FLAG_UNIQUE_KEY | FLAG_NULLABLE
     assert not t.keyless
 
 
@@ -966,7 +935,7 @@ def test_only_nullable_unique_keys_is_keyless():
     fields = [F("a", T.StringType()), F("b", T.IntegerType())]
     t = schema(fields, unique_keys="a")
     assert t.keyless
-    assert t.column("a").unique_key
+    assert t.column_named("a").unique_key
 
 
 def test_keyless_table_flags_have_no_handle_bit():
@@ -978,18 +947,18 @@ def test_keyless_table_flags_have_no_handle_bit():
 def test_multiple_key_bit_on_every_member_of_a_multi_column_key():
     fields = [F("a", T.IntegerType(), False), F("b", T.IntegerType(), False), F("c", T.IntegerType(), False)]
     t = schema(fields, primary_key="a", unique_keys="b,c")
-    assert t.column("a").flag == 1 | 2 | 8
-    assert t.column("b").flag == 1 | 16 | 32
-    assert t.column("c").flag == 1 | 16 | 32
-    assert t.column("b").multiple_key and t.column("c").multiple_key
-    assert not t.column("a").multiple_key
+    assert t.column_named("a").flag == 1 | 2 | 8
+    assert t.column_named("b").flag == 1 | 16 | 32
+    assert t.column_named("c").flag == 1 | 16 | 32
+    assert t.column_named("b").multiple_key and t.column_named("c").multiple_key
+    assert not t.column_named("a").multiple_key
 
 
 def test_column_in_primary_and_unique_keys_has_both_bits():
     fields = [F("a", T.IntegerType()), F("b", T.IntegerType(), False)]
     t = schema(fields, primary_key="a", unique_keys="a,b")
-    assert t.column("a").flag == 1 | 2 | 8 | 16 | 32
-    assert t.column("a").primary_key and t.column("a").unique_key
+    assert t.column_named("a").flag == 1 | 2 | 8 | 16 | 32
+    assert t.column_named("a").primary_key and t.column_named("a").unique_key
 
 
 def test_named_unique_keys():
@@ -1039,9 +1008,9 @@ def test_find_index():
 
 def test_column_and_find_column():
     t = schema([F("Name", T.StringType())])
-    assert t.column("Name").name == "Name"
+    assert t.column_named("Name").name == "Name"
     with pytest.raises(KeyError):
-        t.column("name")  # exact lookup
+        t.column_named("name")  # exact lookup
     assert t.find_column("NAME").name == "Name"  # case-insensitive lookup
     assert t.find_column("missing") is None
 
@@ -1055,8 +1024,8 @@ def test_primary_key_names_in_column_order():
 
 def test_not_null_spark_field_is_a_not_null_column():
     t = schema([F("a", T.IntegerType(), False), F("b", T.IntegerType(), True)])
-    assert not t.column("a").nullable
-    assert t.column("b").nullable
+    assert not t.column_named("a").nullable
+    assert t.column_named("b").nullable
 
 
 # ---------------------------------------------------------------------------

@@ -20,13 +20,12 @@ from pyspark.sql import types as T
 from changefeed import build, schema
 from ticdc_sink.codec import decoder_for, encoder_for
 from ticdc_sink.codec.base import DDLEvent, RowEvent, WatermarkEvent
-from ticdc_sink.codec.json_text import go_quote_body, go_unquote_body
-from ticdc_sink.codec.open_protocol import split_frame
+from ticdc_sink.codec.shared.json_text import go_quote_body, go_unquote_body
+from ticdc_sink.codec.open_protocol.frames import split_frame
 from ticdc_sink.ddl import DDLChange, classify
 from ticdc_sink.dispatch import Routing
 from ticdc_sink.errors import ContractError, MessageTooLargeError
-from ticdc_sink.messages import BROADCAST
-from ticdc_sink.writer import check_message_sizes
+from ticdc_sink.kafka.messages import BROADCAST
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "open-protocol"
 TXN1, TXN2 = 415508878783938562, 415508881418485761  # the commit ts of the document's two transactions
@@ -153,7 +152,6 @@ def test_frames_split_at_max_message_bytes_and_each_fits():
     config, changes, messages = frames(rows, [i % 2 for i in range(60)], max_message_bytes=str(limit))
     sizes = messages.byte_lengths() + 36
     assert sizes.max() <= limit and len(messages) > 8
-    check_message_sizes(config, messages, changes)
     per_partition = {0: [], 1: []}
     for i in range(len(messages)):
         per_partition[int(messages.partitions[i])] += [e.columns["id"] for e in
@@ -178,11 +176,9 @@ def test_the_size_boundary_where_one_event_exactly_fits():
     options = dict(protocol="open-protocol", database="test", table="t", primary_key="a",
                    column_types="a VARCHAR(10), b VARCHAR(10)")
     rows = [{"_commit_ts": TXN1, "a": "aa", "b": "bb"}]
-    config, changes, messages = frames(rows, [0], s, **options, max_message_bytes="188")
-    check_message_sizes(config, messages, changes)
-    config, changes, messages = frames(rows, [0], s, **options, max_message_bytes="187")
+    frames(rows, [0], s, **options, max_message_bytes="188")  # the encoder refuses a message over the limit
     with pytest.raises(MessageTooLargeError, match=r"row \{a='aa'\} .* is 188 bytes, over max-message-bytes=187"):
-        check_message_sizes(config, messages, changes)
+        frames(rows, [0], s, **options, max_message_bytes="187")
 
 
 # -- control events
@@ -310,7 +306,7 @@ def test_go_quoting_of_binary_strings_round_trips(data):
 
 
 def test_go_quoting_by_translation_agrees_with_quoting_rune_by_rune():
-    from ticdc_sink.codec.json_text import _go_quote_runes
+    from ticdc_sink.codec.shared.json_text import _go_quote_runes
 
     rng = np.random.default_rng(7)
     values = [bytes(rng.integers(0, 256, n, dtype=np.uint8)) for n in rng.integers(0, 40, 3000)]

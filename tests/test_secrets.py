@@ -14,10 +14,10 @@ from urllib.parse import quote
 import pytest
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
-from ticdc_sink.config import parse_options
+from ticdc_sink.options import parse_options
 from ticdc_sink.errors import ConfigError
 from ticdc_sink.redact import MASK, is_secret_name, mask, mask_url
-from ticdc_sink.writer import WritePlan
+from ticdc_sink.sink.task import WritePlan
 
 BASE = {"kafka.bootstrap.servers": "broker:9092", "protocol": "canal-json", "topic": "orders"}
 URI = "kafka://broker:9092/orders?protocol=canal-json"
@@ -127,12 +127,13 @@ def test_every_url_of_a_registry_list_is_masked():
 
 def test_the_config_keeps_the_real_values():
     config = parse_options({
-        "sink-uri": f"{URI}&sasl-password=Real-1", "kafka.ssl.key.password": "Real-2",
-        "kafka.sasl.oauthbearer.client.secret": "Real-3", "schema-registry": "https://a:Real-4@sr",
+        "sink-uri": "kafka://broker:9092/t_{schema}_{table}?protocol=avro&sasl-password=Real-1",
+        "kafka.ssl.key.password": "Real-2", "kafka.sasl.oauthbearer.client.secret": "Real-3",
+        "schema-registry": "https://a:Real-4@sr",
     })
     assert {k: config.kafka[k] for k in ("sasl.password", "ssl.key.password", "sasl.oauthbearer.client.secret")} \
         == {"sasl.password": "Real-1", "ssl.key.password": "Real-2", "sasl.oauthbearer.client.secret": "Real-3"}
-    assert config.schema_registry == "https://a:Real-4@sr"
+    assert config.protocol_options.schema_registry == "https://a:Real-4@sr"
     assert "('sasl.password', '***')" in repr(config) and "schema_registry='https://a:***@sr'" in repr(config)
 
 

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from pyspark.sql import types as T
 
-from changefeed import build, schema
-from ticdc_sink.codec.simple import SimpleEncoder
-from ticdc_sink.codec.simple_schema import simple_table, table_id
+from changefeed import build, configured, schema
+from ticdc_sink.codec.simple.encoder import SimpleEncoder
+from ticdc_sink.codec.simple.table_schema import simple_table, table_id
 from ticdc_sink.dispatch import Routing
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "simple"
@@ -22,7 +22,7 @@ USER = schema(("_op", T.StringType()), ("_commit_ts", T.LongType()), ("id", T.In
               ("_before", T.StructType([T.StructField("id", T.IntegerType(), False),
                                         T.StructField("name", T.StringType()), T.StructField("age", T.IntegerType()),
                                         T.StructField("score", T.FloatType())])))
-USER_OPTIONS = {"database": "simple", "table": "user", "primary_key": "id",
+USER_OPTIONS = {"protocol": "simple", "database": "simple", "table": "user", "primary_key": "id",
                 "column_types": "id INT, name VARCHAR(255), age INT, score FLOAT"}
 TABLE_ID, VERSION = 148, 447984074911121426
 JOHN = {"id": 1, "name": "John Doe", "age": 25, "score": 90.5}
@@ -34,7 +34,7 @@ def golden(name: str) -> str:
 
 def encoder(rows: list[dict], clock_ms: int = 0, **options):
     config, layout, changes, _ = build(USER, rows, **USER_OPTIONS)
-    config = dataclasses.replace(config, protocol="simple", **{"table_id": TABLE_ID, "schema_version": VERSION,
+    config = configured(config, protocol="simple", **{"table_id": TABLE_ID, "schema_version": VERSION,
                                                                **options})
     return SimpleEncoder(config, layout.table, clock=lambda: clock_ms), changes
 
@@ -80,7 +80,7 @@ def test_an_update_without_old_values_is_an_insert():
     no_old = schema(*[(f.name, f.dataType, f.nullable) for f in USER.fields if f.name != "_before"])
     config, layout, changes, _ = build(no_old, [{"_op": "UPDATE", "_commit_ts": 447984084414103554, **JOHN}],
                                        **USER_OPTIONS)
-    config = dataclasses.replace(config, protocol="simple", table_id=TABLE_ID, schema_version=VERSION)
+    config = configured(config, protocol="simple", table_id=TABLE_ID, schema_version=VERSION)
     [value] = SimpleEncoder(config, layout.table, clock=lambda: 1708923662983).encode_values(changes).to_pylist()
     assert value == golden("dml-insert")
 
@@ -93,7 +93,7 @@ def test_derived_ids_are_stable_positive_and_the_version_follows_the_shape():
     assert simple_table(wider[1].table, wider[0]).version != version
     assert table_id("simple", "user", config) == table_id("simple", "user", config) > 0
     assert table_id("simple", "user", config) != table_id("simple", "new_user", config)
-    assert table_id("simple", "user", dataclasses.replace(config, table_id=148)) == 148
+    assert table_id("simple", "user", configured(config, table_id=148)) == 148
 
 
 def test_values_render_as_ticdcs_simple_encoder_renders_them():
@@ -113,7 +113,7 @@ def test_values_render_as_ticdcs_simple_encoder_renders_them():
                                        column_types="ts TIMESTAMP(3), bin VARBINARY(8), big BIGINT UNSIGNED, "
                                        "b BIT(10), e ENUM('a','b','c'), s SET('a','b','c'), d DECIMAL(5,2), "
                                        "t TIME(1), j JSON, txt TEXT")
-    config = dataclasses.replace(config, protocol="simple")
+    config = configured(config, protocol="simple")
     [value] = SimpleEncoder(config, layout.table, clock=lambda: 0).encode_values(changes).to_pylist()
     data = value[value.index('"data":') + 7:-1]
     assert data == ('{"b":"683","big":"18446744073709551615","bin":"AAEC","d":"90.50","day":"2024-02-26",'
@@ -136,7 +136,7 @@ def user_after_add_column():
                        ("createTime", T.TimestampType()))
     config, layout, _, _ = build(with_time, [], **{**USER_OPTIONS, "column_types": USER_OPTIONS["column_types"]
                                                    + ", createTime TIMESTAMP"})
-    config = dataclasses.replace(config, protocol="simple", table_id=TABLE_ID, schema_version=447987408682614791)
+    config = configured(config, protocol="simple", table_id=TABLE_ID, schema_version=447987408682614791)
     return SimpleEncoder(config, layout.table, clock=lambda: 1708936343598), layout.table
 
 
@@ -153,7 +153,7 @@ def test_the_documents_add_column_ddl_with_the_schema_before_it():
     derived = simple_table(before, None).version
     expected = golden("ddl-alter-add-column").replace(f'"version":{VERSION}', f'"version":{derived}')
     assert messages.values.to_pylist() == [expected]
-    rows_before = dataclasses.replace(simple.config, schema_version=0)
+    rows_before = configured(simple.config, schema_version=0)
     assert derived == simple_table(before, rows_before).version
 
 
@@ -183,7 +183,7 @@ def test_ddl_schemas_by_kind_of_statement():
 def test_the_documents_messages_decode_once_their_schema_arrived():
     """The document's consumer scenarios: rows wait for the DDL or BOOTSTRAP that brings their schema."""
     from ticdc_sink.codec.base import DDLEvent, RowEvent, WatermarkEvent
-    from ticdc_sink.codec.simple import SimpleDecoder
+    from ticdc_sink.codec.simple.decoder import SimpleDecoder
 
     decoder = SimpleDecoder()
     # Joined in the middle: the INSERT and UPDATE come before any schema of user at their version.

@@ -23,11 +23,12 @@ import numpy as np
 import pytest
 from pyspark.sql import types as T
 
-from changefeed import build, schema
+from changefeed import build, configured, schema
 from test_simple import ADD_CREATE_TIME, DOCUMENT_ROWS, VERSION, golden, user_after_add_column
 from test_simple import encoder as json_encoder
-from ticdc_sink.codec.simple import SimpleDecoder, SimpleEncoder
-from ticdc_sink.codec.simple_schema import simple_table
+from ticdc_sink.codec.simple.decoder import SimpleDecoder
+from ticdc_sink.codec.simple.encoder import SimpleEncoder
+from ticdc_sink.codec.simple.table_schema import simple_table
 from ticdc_sink.ddl import DDLChange, classify
 from ticdc_sink.dispatch import Routing
 
@@ -104,7 +105,7 @@ def ticdc_avro(message: str, table: dict | None = None) -> bytes:
 
 
 def test_the_schema_the_sink_ships_is_ticdcs():
-    from ticdc_sink.codec.simple_avro import SCHEMA as SHIPPED
+    from ticdc_sink.codec.simple.avro_wire import SCHEMA as SHIPPED
 
     canonical = fastavro.schema.to_parsing_canonical_form
     assert canonical(SHIPPED) == canonical(SCHEMA)
@@ -112,7 +113,7 @@ def test_the_schema_the_sink_ships_is_ticdcs():
 
 def avro_encoder(rows: list[dict], clock_ms: int = 0):
     simple, changes = json_encoder(rows, clock_ms)
-    return SimpleEncoder(dataclasses.replace(simple.config, encoding_format="avro"), simple.table,
+    return SimpleEncoder(configured(simple.config, encoding_format="avro"), simple.table,
                          clock=simple.clock), changes
 
 
@@ -138,7 +139,7 @@ def test_the_documents_control_events_are_ticdcs_avro_bytes():
     assert simple.encode_bootstrap("simple", "new_user") == ticdc_avro(golden("bootstrap"))
 
     after, table = user_after_add_column()
-    simple = SimpleEncoder(dataclasses.replace(after.config, encoding_format="avro"), table, clock=after.clock)
+    simple = SimpleEncoder(configured(after.config, encoding_format="avro"), table, clock=after.clock)
     ddl = DDLChange("simple", "user", ADD_CREATE_TIME, 447987408682614795, classify(ADD_CREATE_TIME))
     messages = simple.encode_ddl(ddl, "t")
     derived = simple_table(dataclasses.replace(table, columns=table.columns[:4]), None).version
@@ -163,7 +164,7 @@ ROW = {"_op": "INSERT", "_commit_ts": 7, "id": 1, "ts": dt.datetime(2024, 2, 26,
 def type_matrix(encoding_format: str):
     config, layout, changes, _ = build(TYPES, [ROW], database="d", table="t", primary_key="id",
                                        time_zone="Asia/Shanghai", column_types=COLUMN_TYPES)
-    config = dataclasses.replace(config, protocol="simple", encoding_format=encoding_format)
+    config = configured(config, protocol="simple", encoding_format=encoding_format)
     return SimpleEncoder(config, layout.table, clock=lambda: 0), changes
 
 

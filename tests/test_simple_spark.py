@@ -13,8 +13,8 @@ from confluent_kafka import Consumer, TopicPartition
 
 from test_spark_sink import BASE_TS, CHANGES, row
 from ticdc_sink.codec.base import DDLEvent, RowEvent, WatermarkEvent
-from ticdc_sink.codec import simple_avro, simple_json
-from ticdc_sink.codec.simple import SimpleDecoder
+from ticdc_sink.codec.simple import avro_wire as simple_avro, json_wire as simple_json
+from ticdc_sink.codec.simple.decoder import SimpleDecoder
 
 pytestmark = [pytest.mark.spark, pytest.mark.broker]
 

@@ -7,7 +7,7 @@ import pyarrow as pa
 import pytest
 
 from ticdc_sink.errors import InputCutShortError
-from ticdc_sink.task_input import input_ended, spark_batches, worker_input_stream
+from ticdc_sink.sink.task_input import input_ended, spark_batches, worker_input_stream
 
 BATCHES = [pa.RecordBatch.from_pylist([{"id": i}]) for i in range(3)]
 

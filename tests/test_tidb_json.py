@@ -7,7 +7,7 @@ import random
 import pyarrow as pa
 import pytest
 
-from ticdc_sink.tidb_json import InvalidJSON, _plain_in_tidb_text, tidb_json_column, tidb_json_text
+from ticdc_sink.changes.tidb_json import InvalidJSON, _plain_in_tidb_text, tidb_json_column, tidb_json_text
 
 # Characters that end, escape or split a plain string, that TiDB escapes, or whose UTF-8 order differs from
 # their UTF-16 order, besides plain ones.

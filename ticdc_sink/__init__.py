@@ -9,8 +9,9 @@ by name.
 
 from .datasource import TiCDCDataSource, register
 from .errors import ConfigError, ContractError, DeliveryError, MessageTooLargeError, TiCDCSinkError
-from .ordering import OrderError, order_changes
-from .writer import emit_ddl
+from .ordering import order_changes
+from .sink.driver import emit_ddl
+from .sink.order_check import OrderError
 
 __all__ = [
     "TiCDCDataSource", "register", "order_changes", "emit_ddl", "TiCDCSinkError", "ConfigError", "ContractError",

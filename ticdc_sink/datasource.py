@@ -14,12 +14,15 @@ from typing import Iterator
 
 from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, DataSourceStreamWriter
 
-from .config import SPARK_OWN_OPTIONS, parse_options
+from .codec import check_services
+from .options import SPARK_OWN_OPTIONS, parse_options
 from .errors import ConfigError, TiCDCSinkError
-from .codec import encoder_for
-from .kafka_io import check_brokers
-from .task_input import spark_batches
-from .writer import TaskReport, WritePlan, arrow_schema_of, rows_to_record_batches
+from .kafka.producer import check_brokers
+from .sink.driver import abort_batch, commit_batch
+from .sink.report import TaskReport
+from .sink.spark_rows import arrow_schema_of, rows_to_record_batches
+from .sink.task import WritePlan
+from .sink.task_input import spark_batches
 
 try:  # pyspark >= 4.1
     from pyspark.sql.datasource import DataSourceStreamArrowWriter
@@ -68,7 +71,7 @@ class TiCDCDataSource(DataSource):
         # (Not in streamWriter: pyspark builds one for every commit and abort too, where the task's own
         # error must stay the one reported.)
         check_brokers(plan.config)
-        encoder_for(plan.config, plan.layout.table).check_services()
+        check_services(plan.config)
         return TiCDCBatchWriter(plan)
 
     def streamWriter(self, schema, overwrite: bool):
@@ -104,11 +107,11 @@ class TiCDCBatchWriter(DataSourceArrowWriter):
         return self.plan.write(spark_batches(iterator))
 
     def commit(self, messages) -> None:
-        self.plan.commit(messages)
+        commit_batch(self.plan, messages)
 
     def abort(self, messages) -> None:
         _log_abort(self.plan, messages, "the write")
-        self.plan.abort(messages)
+        abort_batch(self.plan, messages)
 
 
 class _StreamCommit:
@@ -117,11 +120,11 @@ class _StreamCommit:
     plan: WritePlan
 
     def commit(self, messages, batchId: int) -> None:
-        self.plan.commit(messages)
+        commit_batch(self.plan, messages)
 
     def abort(self, messages, batchId: int) -> None:
         _log_abort(self.plan, messages, f"micro-batch {batchId}")
-        self.plan.abort(messages)
+        abort_batch(self.plan, messages)
 
 
 def _log_abort(plan: WritePlan, messages, what: str) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .mysql_types import outside_quotes, split_top_level
+from .sql_text import outside_quotes, split_top_level
 
 # TiDB ActionType codes (parser/model) for the actions recognised here.
 ACTION_CODES = {
@@ -63,10 +63,14 @@ ACTION_CODES = {
     "remove partitioning": 72,
 }
 
+
 # Actions on a database, not a table: their events carry an empty table name.
 SCHEMA_LEVEL_ACTIONS = frozenset({"create schema", "drop schema", "modify schema charset and collate"})
 
+
 _W = r"\s+"
+
+
 # Statement-level patterns, tried in order; the first match names the action.
 _STATEMENTS = [
     (r"create" + _W + r"(database|schema)\b", "create schema"),
@@ -88,6 +92,8 @@ _STATEMENTS = [
     (r"unlock" + _W + r"tables?\b", "unlock table"),
     (r"admin" + _W + r"repair" + _W + r"table\b", "repair table"),
 ]
+
+
 # ALTER TABLE clauses, tried in order.
 _ALTER_CLAUSES = [
     (r"add" + _W + r"(constraint" + _W + r"(\S+" + _W + r")?)?primary" + _W + r"key\b", "add primary key"),
@@ -120,10 +126,18 @@ _ALTER_CLAUSES = [
     (r"((default" + _W + r")?(character" + _W + r"set|charset|collate)|convert" + _W + r"to)\b",
      "modify table charset and collate"),
 ]
+
+
 # A name, maybe quoted, and a name maybe qualified by its database.
 _NAME = r"(`(?:[^`]|``)+`|[^\s`.,;()]+)"
+
+
 _QUALIFIED = _NAME + r"(?:\s*\.\s*" + _NAME + r")?"
+
+
 _ALTER_TABLE = re.compile(r"alter" + _W + r"(ignore" + _W + r")?table" + _W + _QUALIFIED + r"\s*", re.I | re.S)
+
+
 _RENAME_TABLE = re.compile(r"rename" + _W + r"tables?\b(.*)", re.I | re.S)
 
 
@@ -141,6 +155,8 @@ class DDLChange:
 
 _COMMENT = re.compile(r"""('(?:[^'\\]|\\.|'')*'|"(?:[^"\\]|\\.)*"|`[^`]*`)|/\*(?!!|\+).*?\*/|(?:--\s|#)[^\n]*""",
                       re.S)
+
+
 # ALTER TABLE options that change nothing TiCDC reports.
 _NO_ACTION_CLAUSE = re.compile(r"(algorithm|lock)\s*=|force\b|(with|without)\s+validation\b", re.I)
 
@@ -192,71 +208,26 @@ def _classify_alter_clause(clause: str) -> str | None:
     return None
 
 
-# Canal's DDL event type per action (TiCDC canal/helper.go convertDdlEventType); the
-# Simple protocol uses the same names and adds ``exchange table partition`` -> ALTER.
-_CANAL_TYPES = {
-    "create table": "CREATE",
-    "rename table": "RENAME",
-    "rename tables": "RENAME",
-    "add index": "CINDEX",
-    "add foreign key": "CINDEX",
-    "add primary key": "CINDEX",
-    "drop index": "DINDEX",
-    "drop foreign key": "DINDEX",
-    "drop primary key": "DINDEX",
-    "drop table": "ERASE",
-    "truncate table": "TRUNCATE",
-    **dict.fromkeys(
-        ["add column", "drop column", "modify column", "rebase auto id", "set default value",
-         "modify table comment", "rename index", "add table partition", "drop table partition",
-         "modify table charset and collate", "truncate table partition", "alter index visibility",
-         "multi-schema change", "reorganize partition", "alter table partitioning", "remove partitioning"],
-        "ALTER",
-    ),
-}
-CANAL_DDL_TYPES = ("CREATE", "ALTER", "ERASE", "RENAME", "TRUNCATE", "CINDEX", "DINDEX", "QUERY")
-
-
-def canal_ddl_type(action: str) -> str:
-    return _CANAL_TYPES.get(action, "QUERY")
-
-
-def simple_ddl_type(action: str) -> str:
-    """The Simple protocol's DDL type: Canal's, but an exchanged partition is an ALTER (TiCDC ``getDDLType``)."""
-    return "ALTER" if action == "exchange table partition" else canal_ddl_type(action)
-
-
-# Debezium's tableChanges type per action (TiCDC debezium EncodeDDLEvent); other actions send no event.
-_DEBEZIUM_TYPES = {
-    **dict.fromkeys(["create schema", "create table", "create view"], "CREATE"),
-    **dict.fromkeys(
-        ["add column", "modify column", "drop column", "multi-schema change", "add table partition",
-         "remove partitioning", "reorganize partition", "exchange table partition", "alter table partitioning",
-         "truncate table partition", "drop table partition", "rebase auto id", "set default value",
-         "modify table comment", "modify table charset and collate", "modify schema charset and collate",
-         "add index", "alter index visibility", "rename index", "rename table", "rename tables",
-         "add primary key", "drop primary key"],
-        "ALTER",
-    ),
-    **dict.fromkeys(["drop schema", "drop table", "drop index", "drop view", "truncate table"], "DROP"),
-}
-DEBEZIUM_CHANGE_TYPES = ("CREATE", "ALTER", "DROP")
-
-
-def debezium_change_type(action: str) -> str | None:
-    return _DEBEZIUM_TYPES.get(action)
-
-
-# -- names and column definitions inside a statement (for the protocols that describe the table)
-
 _RENAME_PAIR = re.compile(r"\s*" + _QUALIFIED + _W + r"to" + _W + _QUALIFIED + r"\s*$", re.I | re.S)
+
+
 _ALTER_RENAME = re.compile(r"rename" + _W + r"((to|as)" + _W + r")?" + _QUALIFIED + r"\s*$", re.I | re.S)
+
+
 _EXCHANGE_WITH = re.compile(r"with" + _W + r"table" + _W + _QUALIFIED, re.I | re.S)
+
+
 _COLUMN_DEFINITION = re.compile(_NAME + r"\s+(\w+)\s*(?:\(\s*(\d+)\s*\))?", re.S)
+
+
 _NOT_A_COLUMN = re.compile(r"(constraint|primary|unique|key|index|fulltext|spatial|foreign|check)\b", re.I)
+
+
 _CREATE_TABLE_COLUMNS = re.compile(r"create" + _W + r"((global|local)" + _W + r")?(temporary" + _W + r")?table"
                                    + _W + r"(if" + _W + r"not" + _W + r"exists" + _W + r")?" + _QUALIFIED + r"\s*\(",
                                    re.I | re.S)
+
+
 _DEFINING_CLAUSE = re.compile(r"(add|modify|change)(" + _W + r"column)?(" + _W + r"if" + _W + r"(not" + _W
                               + r")?exists)?\s+(?P<body>.*)$", re.I | re.S)
 

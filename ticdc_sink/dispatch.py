@@ -12,18 +12,18 @@ from __future__ import annotations
 
 import re
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .changes import ChangeBatch
+from .changes.contract import ChangeBatch
 from .config import SinkConfig
 from .errors import ConfigError
-from .mysql_types import Column, TableSchema
 from .render import join, value_text
+from .table.schema import Column, TableSchema
 
 _KAFKA_FORBIDDEN = re.compile(r"[^a-zA-Z0-9._\-]")
 _KAFKA_TOPIC_MAX_LENGTH = 249
@@ -74,6 +74,8 @@ class Routing:
     topic_of_row: np.ndarray  # int32 index into ``topics``
     partition_of_row: np.ndarray  # int32
     partition_counts: dict[str, int]  # every topic of the batch
+    # (topic, partition) -> (min, max) commit ts of the batch's rows there, for the driver's order check
+    commit_ts_spans: dict[tuple[str, int], tuple[int, int]] = field(default_factory=dict)
 
     @property
     def topic_of_message(self) -> np.ndarray | None:
@@ -87,7 +89,19 @@ def route(batch: ChangeBatch, router: TopicRouter, dispatcher: "PartitionDispatc
     topics, topic_of_row = router.topics(batch)
     counts = np.array([partition_count(t) for t in topics], dtype=np.uint64)
     partition_of_row = (dispatcher.routing_values(batch) % counts[topic_of_row]).astype(np.int32)
-    return Routing(topics, topic_of_row, partition_of_row, dict(zip(topics, counts.tolist())))
+    return Routing(topics, topic_of_row, partition_of_row, dict(zip(topics, counts.tolist())),
+                   _commit_ts_spans(topics, topic_of_row, partition_of_row, batch.commit_ts))
+
+
+def _commit_ts_spans(topics: list[str], topic_of_row: np.ndarray, partition_of_row: np.ndarray,
+                     commit_ts: np.ndarray) -> dict[tuple[str, int], tuple[int, int]]:
+    """The first and last commit ts of each (topic, partition) of a batch sorted by commit ts."""
+    where = topic_of_row.astype(np.int64) << 32 | partition_of_row.astype(np.int64)
+    keys, first = np.unique(where, return_index=True)
+    _, from_end = np.unique(where[::-1], return_index=True)
+    last = len(where) - 1 - from_end
+    return {(topics[key >> 32], key & 0xFFFFFFFF): (int(commit_ts[i]), int(commit_ts[j]))
+            for key, i, j in zip(keys.tolist(), first.tolist(), last.tolist())}
 
 
 class PartitionDispatcher:
@@ -103,7 +117,7 @@ class PartitionDispatcher:
                 if index is None:
                     known = ", ".join(i.name for i in table.indexes) or "none (set primary-key or unique-keys)"
                     raise ConfigError("partition-index", config.partition_index, f"no such index; indexes: {known}")
-                self.columns = tuple(table.column(name) for name in index.columns)
+                self.columns = tuple(table.column_named(name) for name in index.columns)
             else:
                 # TiCDC hashes the handle columns only; a table without a handle hashes schema and table.
                 self.columns = tuple(c for c in table.columns if c.handle_key)

@@ -1,41 +1,25 @@
-"""Per-key commit order across Spark tasks: a layout that keeps it, and a check that sees it break.
+"""Per-key commit order across Spark tasks: a layout of the DataFrame that keeps it.
 
 A task writes its rows in commit-ts order, but two tasks that write the same
 Kafka partition interleave their messages, so a key changed in both can reach
 consumers out of order.  ``order_changes`` gives every Kafka partition to one
-Spark partition, sorted by commit ts; ``check_order`` reads what the tasks of a
-batch wrote (the commit-ts and offset span of each Kafka partition) and says
-when two of them wrote one Kafka partition so that a later message carries an
-earlier commit ts.
+Spark partition, sorted by commit ts; the driver's check
+(``sink/order_check.py``) reports a batch whose tasks broke the order.
 """
 
 from __future__ import annotations
 
-import logging
-from dataclasses import dataclass
-from typing import Iterable, Mapping
+from typing import Mapping
 
 import numpy as np
 import pyarrow as pa
 
-from .changes import InputLayout, canonical_values, commit_tso
-from .config import SinkConfig, parse_options
-from .dispatch import PartitionDispatcher, Routing
-from .errors import ConfigError, TiCDCSinkError
-
-log = logging.getLogger(__name__)
-
-HELP = ("prepare the DataFrame with ticdc_sink.order_changes(df, options), which gives each Kafka partition "
-        "to one Spark partition sorted by commit ts")
-
-
-class OrderError(TiCDCSinkError):
-    """Two tasks of a batch wrote one Kafka partition out of commit-ts order (``order-check=error``)."""
-
-
-# ---------------------------------------------------------------------------
-# The layout
-
+from .changes.canonical import canonical_values
+from .changes.contract import InputLayout, commit_tso
+from .config import SinkConfig
+from .options import parse_options
+from .dispatch import PartitionDispatcher
+from .errors import ConfigError
 
 def order_changes(df, options: Mapping[str, str]):
     """``df`` repartitioned so that each Kafka partition is written by one task, in commit-ts order.
@@ -112,7 +96,7 @@ def _routing_udf(config: SinkConfig, layout: InputLayout, dispatcher: PartitionD
 def _kafka_partition_count(config: SinkConfig) -> int:
     if config.topic_has_placeholders:
         return config.partition_num
-    from .kafka_io import existing_partition_count
+    from .kafka.producer import existing_partition_count
 
     return existing_partition_count(config, config.topic) or config.partition_num
 
@@ -129,83 +113,3 @@ def _one_value_per_partition(spark, count: int) -> list[int]:
     candidates = spark.range(0, 64 * count).select("id", F.pmod(F.hash("id"), F.lit(count)).alias("p"))
     found = dict(candidates.groupBy("p").agg(F.min("id")).collect())
     return [found[p] for p in range(count)]
-
-
-# ---------------------------------------------------------------------------
-# The check
-
-
-@dataclass(frozen=True)
-class Span:
-    """What one task wrote into one Kafka partition: its commit-ts and offset ranges."""
-
-    min_ts: int
-    max_ts: int
-    first_offset: int
-    last_offset: int
-
-
-def reorderings(spans_by_task: Mapping[int, Mapping[tuple[str, int], Span]]) -> list[str]:
-    """Kafka partitions where one task's message precedes another's with a lower commit ts.
-
-    Tasks A and B of one batch in one Kafka partition: some message of A comes
-    before some message of B (A's first offset < B's last offset) and A has a
-    commit ts above one of B's.  Overlapping commit-ts ranges always show up;
-    ranges that merely touch, in offset order, do not.
-    """
-    by_partition: dict[tuple[str, int], list[tuple[int, Span]]] = {}
-    for task, spans in spans_by_task.items():
-        for where, span in spans.items():
-            by_partition.setdefault(where, []).append((task, span))
-    found = []
-    for (topic, partition), writers in sorted(by_partition.items()):
-        for task_a, a in writers:
-            clash = next(((task_b, b) for task_b, b in writers if task_b != task_a
-                          and a.first_offset < b.last_offset and a.max_ts > b.min_ts), None)
-            if clash is not None:
-                task_b, b = clash
-                found.append(f"{topic}[{partition}]: Spark partition {task_a} wrote commit ts {a.min_ts}.."
-                             f"{a.max_ts} at offsets {a.first_offset}..{a.last_offset}, Spark partition "
-                             f"{task_b} wrote {b.min_ts}..{b.max_ts} at {b.first_offset}..{b.last_offset}")
-                break
-    return found
-
-
-def check_order(config: SinkConfig, spans_by_task: Mapping[int, Mapping[tuple[str, int], Span]],
-                what: str, unsorted_tasks: Iterable[int] = ()) -> None:
-    """Warn (or raise, with ``order-check=error``) when tasks of ``what`` may have reordered a key's changes.
-
-    ``unsorted_tasks`` received their input out of commit-ts order across Arrow batches.
-    """
-    if config.order_check == "off":
-        return
-    found = [f"Spark partition {task}'s input was not in commit-ts order across Arrow batches"
-             for task in sorted(unsorted_tasks)] + reorderings(spans_by_task)
-    if not found:
-        return
-    shown = "; ".join(found[:3]) + (f"; and {len(found) - 3} more" if len(found) > 3 else "")
-    message = (f"ticdc sink: in {what}, rows reached a Kafka partition out of commit-ts order, so a key's "
-               f"changes may reach consumers out of order ({shown}). To keep each key's changes in order, {HELP} "
-               "(on a stream, keep each micro-batch task within spark.sql.execution.arrow.maxRecordsPerBatch "
-               "rows); order-check=off silences this")
-    if config.order_check == "error":
-        raise OrderError(message)
-    log.warning(message)
-
-
-def add_batch_spans(ts_spans: dict[tuple[str, int], list[int]], routing: Routing, commit_ts: np.ndarray) -> None:
-    """Widen ``ts_spans`` ((topic, partition) -> [min ts, max ts]) by a batch sorted by commit ts."""
-    topics = routing.topics
-    where = routing.topic_of_row.astype(np.int64) << 32 | routing.partition_of_row.astype(np.int64)
-    keys, first = np.unique(where, return_index=True)
-    _, from_end = np.unique(where[::-1], return_index=True)
-    last = len(where) - 1 - from_end
-    for key, i, j in zip(keys.tolist(), first.tolist(), last.tolist()):
-        span = ts_spans.setdefault((topics[key >> 32], key & 0xFFFFFFFF), [int(commit_ts[i]), int(commit_ts[j])])
-        span[0], span[1] = min(span[0], int(commit_ts[i])), max(span[1], int(commit_ts[j]))
-
-
-def task_spans(ts_spans: Mapping[tuple[str, int], list[int]],
-               offsets: Mapping[tuple[str, int], list[int]]) -> dict[tuple[str, int], Span]:
-    """The spans of a task from its commit-ts ranges and its acknowledged offsets."""
-    return {where: Span(ts[0], ts[1], *offsets[where]) for where, ts in ts_spans.items() if where in offsets}

@@ -17,7 +17,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .mysql_types import INTEGER_KINDS, TSO_LOGICAL_BITS, MySQLType
+from .table.mysql_types import INTEGER_KINDS, MySQLType
+from .tso import TSO_LOGICAL_BITS
 
 # ---------------------------------------------------------------------------
 # Numbers

@@ -1,17 +1,31 @@
-"""The protocol registry: protocol name -> (Encoder, Decoder)."""
+"""The protocols: name -> encoder, decoder and options, and the services a protocol declares it needs."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+import dataclasses
+from contextlib import contextmanager
+from typing import Callable, Iterator
 
 from ..config import PROTOCOLS, SinkConfig, parse_protocol
-from ..mysql_types import TableSchema
-from .base import Decoder, DDLEvent, Encoder, RowEvent, WatermarkEvent, wall_clock_ms
-from .avro import AvroDecoder, AvroEncoder
-from .canal_json import CanalJSONDecoder, CanalJSONEncoder
-from .debezium import DebeziumDecoder, DebeziumEncoder
-from .open_protocol import OpenProtocolDecoder, OpenProtocolEncoder
-from .simple import SimpleDecoder, SimpleEncoder
+from ..table.schema import TableSchema
+from .avro.decoder import AvroDecoder
+from .avro.encoder import AvroEncoder
+from .avro.options import AvroOptions
+from .base import (DDLEvent, Decoder, Encoder, Event, ProtocolOptions, RowEvent, SendsTableSchemas, WatermarkEvent,
+                   wall_clock_ms)
+from .canal_json.decoder import CanalJSONDecoder
+from .canal_json.encoder import CanalJSONEncoder
+from .canal_json.options import CanalJSONOptions
+from .debezium.decoder import DebeziumDecoder
+from .debezium.encoder import DebeziumEncoder
+from .debezium.options import DebeziumOptions
+from .open_protocol.decoder import OpenProtocolDecoder
+from .open_protocol.encoder import OpenProtocolEncoder
+from .open_protocol.options import OpenProtocolOptions
+from .shared.schema_registry import SchemaRegistry, UsesSchemaRegistry
+from .simple.decoder import SimpleDecoder
+from .simple.encoder import SimpleEncoder
+from .simple.options import SimpleOptions
 
 _CODECS: dict[str, tuple[type[Encoder], type[Decoder]]] = {
     "open-protocol": (OpenProtocolEncoder, OpenProtocolDecoder),
@@ -20,29 +34,64 @@ _CODECS: dict[str, tuple[type[Encoder], type[Decoder]]] = {
     "debezium": (DebeziumEncoder, DebeziumDecoder),
     "simple": (SimpleEncoder, SimpleDecoder),
 }
+PROTOCOL_OPTIONS: dict[str, type[ProtocolOptions]] = {
+    "open-protocol": OpenProtocolOptions,
+    "canal-json": CanalJSONOptions,
+    "avro": AvroOptions,
+    "debezium": DebeziumOptions,
+    "simple": SimpleOptions,
+}
 
 
 def _codec(protocol: str) -> tuple[type[Encoder], type[Decoder]]:
     return _CODECS[parse_protocol(protocol)]
 
 
-def encoder_for(config: SinkConfig, table: TableSchema | None, *, clock: Callable[[], int] = wall_clock_ms,
-                registry: Any = None) -> Encoder:
+def _with_options(config: SinkConfig) -> SinkConfig:
+    """``config``, with its protocol's default options where none were parsed (a config made in code)."""
+    if config.protocol_options is not None:
+        return config
+    return dataclasses.replace(config, protocol_options=PROTOCOL_OPTIONS[parse_protocol(config.protocol)]())
+
+
+def encoder_for(config: SinkConfig, table: TableSchema | None, *,
+                clock: Callable[[], int] = wall_clock_ms) -> Encoder:
     """The encoder of ``config.protocol`` for ``table`` (None: control events only)."""
-    return _codec(config.protocol)[0](config, table, clock=clock, registry=registry)
+    return _codec(config.protocol)[0](_with_options(config), table, clock=clock)
+
+
+@contextmanager
+def open_encoder(config: SinkConfig, table: TableSchema | None) -> Iterator[Encoder]:
+    """A task's encoder, and the services it opened (a schema-registry client) closed however the task ends."""
+    encoder = encoder_for(config, table)
+    try:
+        yield encoder
+    finally:
+        if isinstance(encoder, UsesSchemaRegistry):
+            encoder.close_registry()
+
+
+def check_services(config: SinkConfig) -> None:
+    """Fail at once, on the driver, when a service the protocol needs (a schema registry) cannot be used."""
+    if issubclass(_codec(config.protocol)[0], UsesSchemaRegistry):
+        registry = SchemaRegistry(_with_options(config))
+        try:
+            registry.check_reachable()
+        finally:
+            registry.close()
 
 
 def decoder_for(config: SinkConfig | str, *, schema_registry: str | None = None) -> Decoder:
     """The decoder of a sink's config, or of a protocol by name with its default settings
     (avro: and the URL of the registry its schemas are in)."""
     if isinstance(config, str):
-        if schema_registry is None:
-            return _codec(config)[1]()
-        config = SinkConfig(protocol=parse_protocol(config), topic="", schema_registry=schema_registry)
-    return _codec(config.protocol)[1](config)
+        protocol = parse_protocol(config)
+        options = PROTOCOL_OPTIONS[protocol](**({"schema_registry": schema_registry} if schema_registry else {}))
+        config = SinkConfig(protocol=protocol, topic="", protocol_options=options)
+    return _codec(config.protocol)[1](_with_options(config))
 
 
 __all__ = [
-    "Decoder", "DDLEvent", "Encoder", "RowEvent", "WatermarkEvent",
-    "encoder_for", "decoder_for", "PROTOCOLS",
+    "Decoder", "DDLEvent", "Encoder", "Event", "RowEvent", "SendsTableSchemas", "WatermarkEvent",
+    "encoder_for", "open_encoder", "check_services", "decoder_for", "PROTOCOLS", "PROTOCOL_OPTIONS",
 ]

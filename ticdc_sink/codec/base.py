@@ -1,4 +1,4 @@
-"""What every protocol codec provides, and the events its decoder returns."""
+"""What every protocol's codec provides, what a protocol may declare it needs, and the events decoders return."""
 
 from __future__ import annotations
 
@@ -7,12 +7,24 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..changes import ChangeBatch
+from ..changes.contract import ChangeBatch
 from ..config import SinkConfig
 from ..ddl import DDLChange
 from ..dispatch import Routing
-from ..messages import Messages
-from ..mysql_types import TableSchema
+from ..kafka.messages import Messages
+from ..option_values import OptionGroup
+from ..table.schema import TableSchema
+
+Table = tuple[str, str]  # (database, table)
+
+
+class ProtocolOptions(OptionGroup):
+    """The options one protocol has (each protocol's ``options.py``): a frozen dataclass whose fields are its
+    options, parsed from the same option map as the sink's own (``options.py``)."""
+
+    def resolve(self, config: SinkConfig) -> "ProtocolOptions":
+        """These options checked against the sink's (a topic rule), with the rules that tie options together."""
+        return self
 
 
 def wall_clock_ms() -> int:
@@ -23,31 +35,30 @@ def wall_clock_ms() -> int:
 class Encoder(ABC):
     """Turns ChangeBatches and control events into Kafka messages of one protocol.
 
-    An encoder lives for one task and may keep state across batches (``finish``
-    sends what is pending).  Building one does no I/O, so the driver builds one to
-    check options; the clock and the schema-registry client are handed in.
+    An encoder lives for one task, or for one commit on the driver.  Building
+    one does no I/O, so the driver builds one to check options; the clock is
+    handed in (tests fix it).  What only some protocols need they declare by
+    the classes below (``SendsTableSchemas``, and ``UsesSchemaRegistry`` in
+    ``shared/schema_registry.py``).
     """
 
-    def __init__(self, config: SinkConfig, table: TableSchema | None, *,
-                 clock: Callable[[], int] = wall_clock_ms, registry: Any = None):
-        self.config, self.table, self.clock, self.registry = config, table, clock, registry
+    def __init__(self, config: SinkConfig, table: TableSchema | None, *, clock: Callable[[], int] = wall_clock_ms):
+        self.config, self.table, self.clock = config, table, clock
+        self.options = config.protocol_options  # the protocol's own options (its ``options.py``)
 
     @abstractmethod
     def encode_rows(self, batch: ChangeBatch, routing: Routing) -> Messages:
-        """The messages of a batch, in commit-ts order within each partition; ``rows`` set per message."""
+        """The messages of a batch, in commit-ts order within each partition, ``rows`` set per message; each
+        within ``max-message-bytes`` (``shared.assembly.check_sizes``)."""
 
-    def finish(self) -> Messages | None:
-        """What is still pending at the end of the task (a protocol that packs rows into frames)."""
+    def ddl_type(self, ddl: DDLChange) -> str | int | None:
+        """The protocol's type of a DDL row (``shared.ddl_types.ddl_type``), or None for a protocol without DDL
+        events; a ``_ddl_type`` override the protocol does not know fails the row."""
         return None
-
-    def check_services(self) -> None:
-        """Fail at once, on the driver, when a service the protocol needs (a schema registry) cannot be used."""
-
-    def close(self) -> None:
-        """Release what the encoder opened (a schema-registry client); the task calls it however it ends."""
 
     def check_ddl(self, ddl: DDLChange) -> None:
         """Refuse, on the executor, a DDL row that ``encode_ddl`` would refuse on the driver."""
+        self.ddl_type(ddl)
 
     def encode_ddl(self, ddl: DDLChange, topic: str) -> Messages | None:
         """The DDL event for ``topic`` (``self.table``: the writing table's schema), or None to send none."""
@@ -57,15 +68,30 @@ class Encoder(ABC):
         """The watermark (resolved ts) events for every partition of ``topics``, or None to send none."""
         return None
 
-    @property
-    def bootstrap_version(self) -> int | None:
-        """The table shape's version when the protocol sends it on its own for consumers that join mid-stream
-        (Simple's BOOTSTRAP), else None; when it is sent is the writer's rule (``bootstrap``)."""
-        return None
 
+class SendsTableSchemas(ABC):
+    """Declared by a protocol that sends a table's schema on its own, for consumers that join mid-stream
+    (Simple's BOOTSTRAP).
+
+    When a schema is due is the sink's rule (``sink/bootstrap.py``), for a
+    whole query; a task hands the encoder that rule (``schedule_bootstraps``)
+    and the encoder puts the due tables' schemas ahead of their rows.
+    """
+
+    bootstraps_due: Callable[[dict[Table, int]], list[Table]] | None = None
+
+    @property
+    @abstractmethod
+    def bootstrap_version(self) -> int | None:
+        """The version of the writing table's shape, or None when the protocol's settings send no schemas."""
+
+    @abstractmethod
     def bootstrap_messages(self, database: str, table: str, topic: str) -> Messages:
         """The messages that carry the table's schema, for ``topic``."""
-        raise NotImplementedError(f"{self.config.protocol} sends no table schema on its own")
+
+    def schedule_bootstraps(self, due: Callable[[dict[Table, int]], list[Table]]) -> None:
+        """``due(rows per table of a batch)`` names the tables whose schema goes out ahead of the batch's rows."""
+        self.bootstraps_due = due
 
 
 @dataclass
@@ -96,12 +122,28 @@ class WatermarkEvent:
     ts: int
 
 
+Event = RowEvent | DDLEvent | WatermarkEvent
+
+
 class Decoder(ABC):
-    """Turns one Kafka message of a protocol back into events."""
+    """Turns Kafka messages of a protocol back into events, in the order a consumer must apply them.
+
+    ``decode`` returns the events a message completes.  A message may carry
+    several events (Open Protocol's frames), none (a tombstone without a key),
+    or rows that cannot be typed yet: a decoder holds those back (``waiting``)
+    and returns them after the message that completes them (Simple's rows wait
+    for their table's schema).
+    """
 
     def __init__(self, config: SinkConfig | None = None):
         self.config = config
+        self.options = config.protocol_options if config is not None else None
 
     @abstractmethod
-    def decode(self, key: bytes | None, value: bytes) -> list[RowEvent | DDLEvent | WatermarkEvent]:
+    def decode(self, key: bytes | None, value: bytes | None) -> list[Event]:
         ...
+
+    @property
+    def waiting(self) -> int:
+        """Rows held back until what types them arrives."""
+        return 0

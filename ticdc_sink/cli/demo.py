@@ -1,0 +1,241 @@
+"""See the sink work (demo), read a topic it wrote (tail), run a local Kafka broker (broker).
+
+demo streams a synthetic change feed (inserts, updates with old values,
+deletes and a DDL, in a few micro-batches) through Spark into Kafka (the
+embedded broker unless --bootstrap-servers is given), reads the topic back and
+prints one raw message and then every message decoded.  tail prints the
+decoded events of any topic.  broker runs the embedded broker until it is
+interrupted, for demo, tail and your own Spark jobs.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import importlib.util
+import os
+import shutil
+import sys
+import tempfile
+import time
+from contextlib import contextmanager
+from decimal import Decimal
+from pathlib import Path
+from typing import Iterator
+
+from ..broker import EmbeddedBroker
+from ..codec.open_protocol.frames import split_frame
+from ..codec.shared.schema_registry import SchemaRegistry, subject
+from ..kafka.client_log import ClientErrors
+from ..kafka.topic_reader import read_messages
+from .output import CommandError, say
+from .tail import enum_set_types, print_events, protocol_decoder
+
+DEMO_DATABASE, DEMO_TABLE = "shop", "orders"
+
+
+DEMO_COLUMN_TYPES = "status ENUM('new','paid','shipped')"
+
+
+def demo_feed() -> list[list[dict]]:
+    """Three micro-batches of changes to shop.orders, committed a few milliseconds apart."""
+    base = int(dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc).timestamp() * 1000)
+
+    def order(i: int, status: str, amount: str) -> dict:
+        return {"id": i, "customer": f"customer-{i % 3}", "amount": Decimal(amount), "status": status,
+                "updated_at": dt.datetime(2026, 1, 1, 12, i % 60, tzinfo=dt.timezone.utc)}
+
+    def change(op: str, ms: int, row: dict | None, before: dict | None = None, ddl: str | None = None) -> dict:
+        empty = dict.fromkeys(["id", "customer", "amount", "status", "updated_at"])
+        return {"_op": op, "_commit_ts": (base + ms) << 18, "_before": before, "_ddl": ddl, **(row or empty)}
+
+    first = [change("INSERT", i, order(i, "new", f"{10 * i}.50")) for i in range(1, 6)]
+    second = [change("UPDATE", 10 + i, order(i, "paid", f"{10 * i}.50"), before=order(i, "new", f"{10 * i}.50"))
+              for i in (1, 2)]
+    second.append(change("INSERT", 13, order(6, "new", "99.99")))
+    third = [change("DELETE", 20, order(3, "new", "30.50")),
+             change("UPDATE", 21, order(6, "shipped", "99.99"), before=order(6, "new", "99.99")),
+             change("DDL", 22, None, ddl="ALTER TABLE orders ADD COLUMN note VARCHAR(64)")]
+    return [first, second, third]
+
+
+def demo_schema():
+    from pyspark.sql import types as T
+
+    # Nullable because the DDL row leaves the table columns empty; primary-key makes id NOT NULL anyway.
+    columns = [
+        T.StructField("id", T.IntegerType()),
+        T.StructField("customer", T.StringType()),
+        T.StructField("amount", T.DecimalType(10, 2)),
+        T.StructField("status", T.StringType()),
+        T.StructField("updated_at", T.TimestampType()),
+    ]
+    return T.StructType([
+        T.StructField("_op", T.StringType()),
+        T.StructField("_commit_ts", T.LongType()),
+        T.StructField("_before", T.StructType(columns)),
+        T.StructField("_ddl", T.StringType()),
+        *columns,
+    ])
+
+
+def _wire_text(data: bytes | None) -> str:
+    return "(none)" if data is None else data.decode("utf-8", errors="backslashreplace")
+
+
+def _wire_hex(data: bytes | None) -> str:
+    """A Confluent Avro key or value: its magic byte and schema id apart from the record's bytes."""
+    if data is None:
+        return "(none: a tombstone)"
+    return f"{data[:1].hex()} | schema id {int.from_bytes(data[1:5], 'big')} | {data[5:].hex(' ')}"
+
+
+def explain_topic(messages: list, protocol: str, schema_registry: str | None = None) -> None:
+    """What a reader of the topic meets before the decoded events: a raw message, offset gaps, watermarks."""
+    first = next((m for m in messages if m.value() is not None), messages[0])
+    say(f"one message as it is on the wire (partition {first.partition()}, offset {first.offset()}):")
+    if protocol == "open-protocol":
+        keys, values = split_frame(first.key()), split_frame(first.value(), versioned=False)
+        say(f"an Open Protocol message packs events ({len(keys)} here): its key is the version (8 bytes "
+            "big-endian, 1) then each event key after its 8-byte length, its value each event value after its "
+            "length; below, the events of one message share its partition@offset")
+        for number, (key, value) in enumerate(zip(keys, values), start=1):
+            print(f"  event {number} key:   {_wire_text(key)}")
+            print(f"  event {number} value: {_wire_text(value)}", flush=True)
+    elif protocol == "avro":
+        say("an Avro message is in the Confluent wire format: byte 00, the schema's registry id (4 bytes "
+            "big-endian), then the Avro binary of one record; the key holds the row's key (here the primary "
+            "key), the value every column and the TiDB extension fields (_tidb_op, commit ts, physical time)")
+        print(f"  key:   {_wire_hex(first.key())}")
+        print(f"  value: {_wire_hex(first.value())}", flush=True)
+        if first.value() is not None:
+            value_id = int.from_bytes(first.value()[1:5], "big")
+            registry = SchemaRegistry.at(schema_registry)
+            try:
+                schema = registry.schema_text(value_id)
+            finally:
+                registry.close()
+            print(f"  value schema {value_id} (subject {subject(first.topic(), 'value')}): {schema}", flush=True)
+        say("Avro has no DDL or watermark events (TiCDC sends none in this protocol), so the feed's ALTER TABLE "
+            "is not in the topic; a DELETE is its key and a null value (a Kafka tombstone), and an UPDATE "
+            "carries the new row only")
+    else:
+        if protocol == "debezium":
+            say("a Debezium message is JSON: its key holds the row's key columns (here the primary key), its value "
+                "the change (source block with the commit ts, op c/u/d, before and after rows), each with the "
+                "Kafka Connect schema that types it; the DDL is a SchemaChangeValue event on every partition")
+        elif protocol == "simple":
+            say("a Simple message has no key; each partition opens with a BOOTSTRAP (the table's schema, "
+                "tableSchema), and a row carries only its schemaVersion: a consumer decodes rows once it holds "
+                "the schema of that version, from a BOOTSTRAP or a DDL (encoding-format=avro: TiCDC's Avro schema, "
+                "the bytes below in hex)")
+        avro_bytes = protocol == "simple" and first.value()[:1] == b"\x16"
+        print(f"  key:   {_wire_text(first.key())}")
+        print(f"  value: {first.value().hex(' ') if avro_bytes else _wire_text(first.value())}", flush=True)
+    say("offsets skip numbers: the sink writes in Kafka transactions, and each committed transaction "
+        "leaves a control record (its commit marker) that takes an offset but holds no message")
+    if protocol != "avro":
+        say("WATERMARK ts is a TiDB TSO, physical milliseconds << 18 | logical counter (its UTC wall time is "
+            "shown next to it): every change committed up to ts is in the partition before the watermark")
+    enums = ("ENUM values as the decoder restores them, TiDB's index, with the name the message carries"
+             if protocol == "avro" else "ENUM numbers with their names from column-types")
+    say(f"the decoded {protocol} events ({enums}):")
+
+
+@contextmanager
+def demo_registry(protocol: str, url: str | None) -> Iterator[str | None]:
+    """Avro's schema registry for the demo: the one given, else the repository's Schema Registry TEST DOUBLE."""
+    if protocol != "avro" or url:
+        yield url
+        return
+    path = Path(__file__).resolve().parents[1] / "tests" / "schema_registry_double.py"
+    if not path.exists():
+        raise CommandError("the avro demo starts the Schema Registry test double of the repository's tests/ "
+                           f"folder, which is not at {path}: run it from a clone, or give --schema-registry URL")
+    spec = importlib.util.spec_from_file_location("schema_registry_double", path)
+    module = sys.modules[spec.name] = importlib.util.module_from_spec(spec)  # its dataclasses look it up there
+    spec.loader.exec_module(module)
+    with module.SchemaRegistryDouble() as double:
+        say(f"started a Schema Registry TEST DOUBLE at {double.url} (tests/schema_registry_double.py: in memory, "
+            "for the tests and this demo only; give --schema-registry URL to use a real registry)")
+        yield double.url
+
+
+def run_demo(protocol: str, bootstrap_servers: str | None, topic: str, schema_registry: str | None = None) -> int:
+    with demo_registry(protocol, schema_registry) as registry:
+        return _demo(protocol, bootstrap_servers, topic, registry)
+
+
+def _demo(protocol: str, bootstrap_servers: str | None, topic: str, schema_registry: str | None) -> int:
+    broker = None
+    if bootstrap_servers is None:
+        say("starting the embedded Kafka broker (Tansu) ...")
+        broker = EmbeddedBroker().start()
+        bootstrap_servers = broker.bootstrap_servers
+        say(f"broker ready at {bootstrap_servers}")
+    workdir = tempfile.mkdtemp(prefix="ticdc-demo-")
+    try:
+        spark = _local_spark()
+        schema = demo_schema()
+        feed_dir = os.path.join(workdir, "feed")
+        for number, batch in enumerate(demo_feed()):
+            spark.createDataFrame(batch, schema).coalesce(1).write.parquet(os.path.join(feed_dir, f"batch={number}"))
+        say(f"wrote a change feed of {sum(len(b) for b in demo_feed())} changes in 3 files; streaming it, "
+            "one file per micro-batch")
+        changes = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1) \
+            .option("recursiveFileLookup", "true").parquet(feed_dir)
+        topic_option = topic
+        if protocol == "avro":  # TiCDC's rule: one table per topic, named by an expression
+            topic_option, topic = f"{topic}_{{schema}}_{{table}}", f"{topic}_{DEMO_DATABASE}_{DEMO_TABLE}"
+        query = (changes.writeStream.format("ticdc")
+                 .option("kafka.bootstrap.servers", bootstrap_servers)
+                 .option("protocol", protocol)
+                 .option("topic", topic_option)
+                 .option("database", DEMO_DATABASE)
+                 .option("table", DEMO_TABLE)
+                 .option("primary-key", "id")
+                 .option("partition", "index-value")
+                 .option("column-types", DEMO_COLUMN_TYPES)
+                 .option("enable-tidb-extension", "true")
+                 .options(**({"schema-registry": schema_registry} if schema_registry else {}))
+                 .option("checkpointLocation", os.path.join(workdir, "checkpoint"))
+                 .trigger(availableNow=True)
+                 .start())
+        reported = 0
+        while query.isActive or reported < len(query.recentProgress):
+            progress = query.recentProgress
+            for p in progress[reported:]:
+                say(f"micro-batch {p['batchId']}: {p['numInputRows']} change(s) written to Kafka")
+            reported = len(progress)
+            if not query.isActive:
+                break
+            time.sleep(0.5)
+        query.awaitTermination()
+        spark.stop()
+        say(f"reading topic {topic!r} back, in partition order:")
+        messages = read_messages(bootstrap_servers, topic, idle_seconds=3, settings=ClientErrors().settings)
+        if not messages:
+            raise CommandError(f"topic {topic!r} on {bootstrap_servers} has no messages")
+        explain_topic(messages, protocol, schema_registry)
+        count = print_events(messages, protocol_decoder(protocol, schema_registry), enum_set_types(DEMO_COLUMN_TYPES))
+        say(f"{count} message(s) decoded")
+        return 0
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+        if broker is not None:
+            broker.stop()
+            say("embedded broker stopped")
+
+
+def _local_spark():
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    say("starting a local Spark session ...")
+    spark = (SparkSession.builder.master("local[2]").appName("ticdc-sink-demo")
+             .config("spark.ui.enabled", "false")
+             .config("spark.ui.showConsoleProgress", "false")
+             .config("spark.sql.shuffle.partitions", "2")
+             .config("spark.sql.session.timeZone", "UTC")
+             .getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark

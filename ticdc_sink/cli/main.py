@@ -1,0 +1,86 @@
+"""See the sink work (demo), read a topic it wrote (tail), run a local Kafka broker (broker).
+
+demo streams a synthetic change feed (inserts, updates with old values,
+deletes and a DDL, in a few micro-batches) through Spark into Kafka (the
+embedded broker unless --bootstrap-servers is given), reads the topic back and
+prints one raw message and then every message decoded.  tail prints the
+decoded events of any topic.  broker runs the embedded broker until it is
+interrupted, for demo, tail and your own Spark jobs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import time
+
+from ..broker import BrokerError
+from ..codec import PROTOCOLS
+from ..errors import TiCDCSinkError
+from ..kafka.client_log import LIBRDKAFKA_LOG
+from .broker_command import run_broker
+from .demo import run_demo
+from .output import CommandError, complain
+from .tail import run_tail
+
+# Above every level: without --verbose the CLI reports a client problem in one line of its own instead.
+_SILENT = logging.CRITICAL + 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m ticdc_sink", description=__doc__)
+    parser.set_defaults(verbose=False)  # broker has no Kafka client to be verbose about
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--verbose", action="store_true", help="show the Kafka client's (librdkafka's) log lines")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    demo_help = "stream a synthetic change feed through Spark into Kafka and show what a reader sees"
+    demo = commands.add_parser("demo", parents=[common], help=demo_help, description=demo_help)
+    demo.add_argument("--protocol", default="canal-json", choices=PROTOCOLS)
+    demo.add_argument("--bootstrap-servers", metavar="HOST:PORT[,HOST:PORT...]",
+                      help="an existing Kafka cluster (default: start the embedded broker)")
+    demo.add_argument("--topic", default=f"ticdc-demo-{int(time.time())}",
+                      help="the topic (avro: its prefix; the topic is <prefix>_shop_orders)")
+    demo.add_argument("--schema-registry", metavar="URL",
+                      help="avro: a Confluent Schema Registry (default: start the repository's test double)")
+
+    tail_help = "print the decoded events of a topic, from its beginning"
+    tail = commands.add_parser("tail", parents=[common], help=tail_help, description=tail_help)
+    tail.add_argument("--bootstrap-servers", required=True, metavar="HOST:PORT[,HOST:PORT...]")
+    tail.add_argument("--topic", required=True)
+    tail.add_argument("--protocol", required=True, choices=PROTOCOLS)
+    tail.add_argument("--idle-seconds", type=float, default=5.0,
+                      help="stop after this long without a new message (default 5)")
+    tail.add_argument("--max-messages", type=int, help="stop after this many messages")
+    tail.add_argument("--timeout-seconds", type=float, default=10.0,
+                      help="give up when the brokers do not answer within this time (default 10)")
+    tail.add_argument("--schema-registry", metavar="URL", help="avro: the registry the schemas are in")
+    tail.add_argument("--column-types", help="the sink's column-types option, to show ENUM and SET members "
+                                             "next to their numbers, e.g. \"status ENUM('new','paid')\"")
+    tail.add_argument("--read-uncommitted", action="store_true",
+                      help="also show messages of transactions not committed (yet): those an open or hanging "
+                           "transaction holds back, or that the embedded broker's read_committed view stopped at")
+
+    broker_help = ("run the embedded Kafka-compatible broker (Tansu, data in memory) until Ctrl-C or SIGTERM; "
+                   "its address is the first line of output")
+    commands.add_parser("broker", help=broker_help, description=broker_help)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.verbose:
+        logging.basicConfig(level=logging.INFO, format="%(name)s %(levelname)s: %(message)s")
+    LIBRDKAFKA_LOG.setLevel(logging.NOTSET if args.verbose else _SILENT)
+    try:
+        if args.command == "demo":
+            return run_demo(args.protocol, args.bootstrap_servers, args.topic, args.schema_registry)
+        if args.command == "broker":
+            return run_broker()
+        return run_tail(args.bootstrap_servers, args.topic, args.protocol, args.idle_seconds, args.max_messages,
+                        args.timeout_seconds, args.column_types, args.schema_registry, args.read_uncommitted)
+    except (CommandError, BrokerError, TiCDCSinkError) as e:
+        complain(str(e))
+        return 1
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,155 @@
+"""See the sink work (demo), read a topic it wrote (tail), run a local Kafka broker (broker).
+
+demo streams a synthetic change feed (inserts, updates with old values,
+deletes and a DDL, in a few micro-batches) through Spark into Kafka (the
+embedded broker unless --bootstrap-servers is given), reads the topic back and
+prints one raw message and then every message decoded.  tail prints the
+decoded events of any topic.  broker runs the embedded broker until it is
+interrupted, for demo, tail and your own Spark jobs.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Iterable, Mapping
+
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient
+
+from ..codec import decoder_for
+from ..codec.base import DDLEvent, Decoder, RowEvent, WatermarkEvent
+from ..ddl import ACTION_CODES
+from ..errors import DeliveryError
+from ..kafka.client_log import ClientErrors
+from ..kafka.topic_reader import iter_messages
+from ..table.mysql_types import MySQLType
+from ..table.type_grammar import TypeSyntaxError, parse_mysql_type, split_column_types
+from ..tso import tso_physical_ms
+from .output import CommandError, say
+
+_EPOCH = dt.datetime(1970, 1, 1)
+
+
+ACTION_NAMES = {code: name for name, code in ACTION_CODES.items()}  # Open Protocol's DDL type is the code
+
+
+def tso_wall_time(tso: int) -> str:
+    """The UTC wall time of a TiDB TSO: its physical milliseconds sit above 18 logical bits."""
+    moment = _EPOCH + dt.timedelta(milliseconds=tso_physical_ms(tso))
+    return moment.isoformat(sep=" ", timespec="milliseconds") + " UTC"
+
+
+def enum_set_types(column_types: str) -> dict[str, MySQLType]:
+    """The ENUM and SET columns of a column-types option: their messages carry numbers, not member names."""
+    types = {name: parse_mysql_type(text) for name, text in split_column_types(column_types)}
+    return {name: t for name, t in types.items() if t.kind in ("enum", "set")}
+
+
+def _member_names(number: int, column_type: MySQLType) -> str | None:
+    """ENUM: the 1-based index's member; SET: the members of the bitmask (None when out of range)."""
+    members = column_type.elements
+    if column_type.kind == "enum":
+        return members[number - 1] if 1 <= number <= len(members) else None
+    if number >> len(members):
+        return None
+    return ",".join(m for bit, m in enumerate(members) if number >> bit & 1)
+
+
+def _show(value, column_type: MySQLType | None = None) -> str:
+    if column_type is not None and isinstance(value, int):
+        names = _member_names(value, column_type)
+        return f"{value} ({names})" if names is not None else str(value)
+    if isinstance(value, (str, bytes)):
+        return repr(value)
+    if isinstance(value, (dt.date, dt.datetime)):
+        return value.isoformat(sep=" ") if isinstance(value, dt.datetime) else value.isoformat()
+    return str(value)
+
+
+def format_event(event, enum_set_columns: Mapping[str, MySQLType] | None = None) -> str:
+    """One readable line per decoded event; ENUM and SET numbers of ``enum_set_columns`` get their names."""
+    if isinstance(event, WatermarkEvent):
+        return f"WATERMARK  ts={event.ts} ({tso_wall_time(event.ts)})"
+    if isinstance(event, DDLEvent) and event.type == "BOOTSTRAP":  # Simple: a table's schema, no statement
+        return f"BOOTSTRAP  {event.database}.{event.table}: the table's schema"
+    if isinstance(event, DDLEvent):
+        committed = "" if event.commit_ts is None else \
+            f" (commit ts {event.commit_ts}, {tso_wall_time(event.commit_ts)})"
+        kind = event.type if isinstance(event.type, str) else f"{event.type} ({ACTION_NAMES.get(event.type, '?')})"
+        return f"DDL {kind:<9} {event.database}.{event.table}: {event.query}{committed}"
+    assert isinstance(event, RowEvent)
+    types = enum_set_columns or {}
+
+    def show(name: str, value) -> str:
+        return _show(value, types.get(name))
+
+    def row(values: dict) -> str:
+        return "{" + ", ".join(f"{k}={show(k, v)}" for k, v in values.items()) + "}"
+
+    where = f"{event.database}.{event.table}"
+    if event.type == "UPDATE" and event.old is not None:
+        changed = {k: f"{show(k, event.old.get(k))} -> {show(k, v)}" for k, v in event.columns.items()
+                   if k in event.old and event.old[k] != v}
+        keys = {k: event.columns[k] for k in event.primary_keys}
+        return f"UPDATE {where} {row(keys)} " + ", ".join(f"{k}: {c}" for k, c in changed.items())
+    return f"{event.type:<6} {where} {row(event.columns)}"
+
+
+def print_events(messages: Iterable, decoder: Decoder,
+                 enum_set_columns: Mapping[str, MySQLType] | None = None) -> int:
+    """Decode and print messages as they come; returns how many were read."""
+    count = 0
+    for message in messages:
+        count += 1
+        for event in decoder.decode(message.key(), message.value()):
+            print(f"  p{message.partition()}@{message.offset():<4} {format_event(event, enum_set_columns)}",
+                  flush=True)
+    return count
+
+
+def check_topic(bootstrap_servers: str, topic: str, timeout_seconds: float, errors: ClientErrors) -> None:
+    """Fail in one line, within the timeout, when the brokers cannot be reached or the topic is missing."""
+    admin = AdminClient({"bootstrap.servers": bootstrap_servers, **errors.settings})
+    try:
+        topics = admin.list_topics(timeout=timeout_seconds).topics
+    except KafkaException as e:
+        admin.poll(0)  # serves error_cb: the connection errors behind the failure
+        cause = errors.distinct[0] if errors.distinct else e.args[0].str()
+        raise CommandError(
+            f"cannot reach Kafka at {bootstrap_servers} within {timeout_seconds:g} s ({cause}); "
+            "check --bootstrap-servers, or start a broker with: python -m ticdc_sink broker") from None
+    if topic not in topics:
+        raise CommandError(f"topic {topic!r} does not exist on {bootstrap_servers}")
+
+
+def protocol_decoder(protocol: str, schema_registry: str | None) -> Decoder:
+    """The decoder of the protocol; Avro's reads its schemas from the registry."""
+    if protocol == "avro" and not schema_registry:
+        raise CommandError("--protocol avro needs --schema-registry URL: the registry the sink registered the "
+                           "schemas in")
+    return decoder_for(protocol, schema_registry=schema_registry if protocol == "avro" else None)
+
+
+def run_tail(bootstrap_servers: str, topic: str, protocol: str, idle_seconds: float, max_messages: int | None,
+             timeout_seconds: float, column_types: str | None, schema_registry: str | None = None,
+             read_uncommitted: bool = False) -> int:
+    try:
+        enum_set_columns = enum_set_types(column_types or "")
+    except TypeSyntaxError as e:
+        raise CommandError(f"--column-types: {e}") from None
+    decoder = protocol_decoder(protocol, schema_registry)
+    errors = ClientErrors()
+    check_topic(bootstrap_servers, topic, timeout_seconds, errors)
+    isolation = "read_uncommitted" if read_uncommitted else "read_committed"
+    messages = iter_messages(bootstrap_servers, topic, idle_seconds=idle_seconds, max_messages=max_messages,
+                             settings={**errors.settings, "isolation.level": isolation})
+    try:
+        count = print_events(messages, decoder, enum_set_columns)
+    except (DeliveryError, KafkaException) as e:
+        detail = e.args[0].str() if isinstance(e, KafkaException) else str(e)
+        raise CommandError(f"reading {topic!r} from {bootstrap_servers} failed: {detail}") from None
+    say(f"{count} message(s) decoded")
+    if errors.distinct:
+        say(f"the client reported errors while reading (the topic may hold more than was read): "
+            f"{'; '.join(errors.distinct)}")
+    return 0

@@ -1,0 +1,38 @@
+"""Avro's options (TiCDC's sink-URI and ``[sink]`` settings of the same names), with its registry's."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+from ...config import SinkConfig
+from ...errors import ConfigError
+from ..base import ProtocolOptions
+from ..shared.schema_registry import RegistryOptions
+
+_TOPIC_EXPRESSION = re.compile(r"^[A-Za-z0-9._\-]*\{schema\}[A-Za-z0-9._\-]*\{table\}[A-Za-z0-9._\-]*$")
+
+
+@dataclass(frozen=True, repr=False)
+class AvroOptions(RegistryOptions, ProtocolOptions):
+    enable_tidb_extension: bool = False
+    avro_decimal_handling_mode: str = field(default="precise", metadata={"choices": ("precise", "string")})
+    avro_bigint_unsigned_handling_mode: str = field(default="long", metadata={"choices": ("long", "string")})
+    avro_namespace: str = "default"
+
+    def resolve(self, config: SinkConfig) -> "AvroOptions":
+        """TiCDC's rules: a topic per table, since its subjects are the topic's; a registry to put them in."""
+        if not _TOPIC_EXPRESSION.match(config.topic):
+            raise ConfigError("topic", config.topic,
+                              "the avro protocol needs a topic expression with {schema} and {table}")
+        if not self.schema_registry:
+            raise ConfigError("schema-registry", None, "required with protocol=avro: the Confluent Schema Registry "
+                                                       "URL, e.g. http://registry:8081")
+        for one in self.schema_registry.split(","):
+            parts = urlsplit(one.strip())
+            if parts.scheme.lower() not in ("http", "https") or not parts.netloc:
+                raise ConfigError("schema-registry", self.schema_registry,
+                                  "an http:// or https:// URL (several joined by commas), "
+                                  "e.g. http://user:password@registry:8081")
+        return self

@@ -1,0 +1,87 @@
+"""The Avro schemas TiCDC registers for a table (spec: ticdc-avro-protocol.md; reference section 4).
+
+A schema is a record named after the table in the namespace
+``<avro-namespace>.<database>``, one field per column; TiCDC writes it with Go's
+``json.Marshal``, so the text registered here follows its key order (``type``
+before ``connect.parameters`` in a column's type, field keys and parameters in
+alphabetical order) and its escapes (``<``, ``>``, ``&``).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ...config import SinkConfig
+from ...table.schema import Column
+from ..shared.names import escape_member, sanitize_name
+
+_GO_HTML_ESCAPES = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028",
+                                  "\u2029": "\\u2029"})
+
+
+_TIDB_TYPES = {"tinyint": "INT", "smallint": "INT", "mediumint": "INT", "int": "INT", "bigint": "BIGINT",
+               "float": "FLOAT", "double": "DOUBLE", "decimal": "DECIMAL", "bit": "BIT", "enum": "ENUM",
+               "set": "SET", "json": "JSON", "date": "DATE", "datetime": "DATETIME", "timestamp": "TIMESTAMP",
+               "time": "TIME", "year": "YEAR"}
+
+
+_AVRO_TYPES = {"tinyint": "int", "smallint": "int", "mediumint": "int", "int": "int", "bigint": "long",
+               "float": "float", "double": "double", "decimal": "bytes", "bit": "bytes", "year": "int"}
+
+
+EXTENSION_FIELDS = [
+    {"default": "", "name": "_tidb_op", "type": "string"},
+    {"default": 0, "name": "_tidb_commit_ts", "type": "long"},
+    {"default": 0, "name": "_tidb_commit_physical_time", "type": "long"},
+]
+
+
+def namespace(config: SinkConfig, database: str) -> str:
+    base = sanitize_name(config.protocol_options.avro_namespace)
+    return f"{base}.{sanitize_name(database)}" if database else base
+
+
+def column_type(column: Column, config: SinkConfig) -> dict[str, Any]:
+    """The Avro type of a column's values, with TiCDC's ``connect.parameters``."""
+    t, parameters = column.type, {}
+    if t.is_string:
+        avro, tidb = ("bytes", "BLOB") if t.binary else ("string", "TEXT")
+    else:
+        avro, tidb = _AVRO_TYPES.get(t.kind, "string"), _TIDB_TYPES[t.kind]
+    if t.unsigned and t.is_integer:
+        tidb += " UNSIGNED"
+        if t.kind == "int":
+            avro = "long"
+        elif t.kind == "bigint" and config.protocol_options.avro_bigint_unsigned_handling_mode == "string":
+            avro = "string"
+    if t.kind == "bit":
+        parameters["length"] = str(t.length)
+    if t.kind in ("enum", "set"):
+        parameters["allowed"] = ",".join(escape_member(e) for e in t.elements)
+    parameters["tidb_type"] = tidb
+    result: dict[str, Any] = {"type": avro, "connect.parameters": dict(sorted(parameters.items()))}
+    if t.kind == "decimal":
+        if config.protocol_options.avro_decimal_handling_mode == "string":
+            result["type"] = "string"
+        else:
+            result.update(logicalType="decimal", precision=t.length, scale=t.decimals)
+    return result
+
+
+def column_field(column: Column, config: SinkConfig) -> dict[str, Any]:
+    """A record field: ``["null", T]`` with a null default for a nullable column."""
+    name = sanitize_name(column.name)
+    if column.nullable:
+        return {"default": None, "name": name, "type": ["null", column_type(column, config)]}
+    return {"name": name, "type": column_type(column, config)}
+
+
+def record(table: str, database: str, fields: list[dict[str, Any]], config: SinkConfig) -> dict[str, Any]:
+    return {"type": "record", "name": sanitize_name(table), "namespace": namespace(config, database),
+            "fields": fields}
+
+
+def schema_text(schema: dict[str, Any] | list | str) -> str:
+    """The compact JSON TiCDC registers, escaped as Go's ``json.Marshal`` does."""
+    return json.dumps(schema, separators=(",", ":"), ensure_ascii=False).translate(_GO_HTML_ESCAPES)

@@ -1,0 +1,169 @@
+"""TODO: from ticdc_sink/codec/debezium_ddl.py, ticdc_sink/ddl.py"""
+
+from __future__ import annotations
+
+from ...ddl import defined_columns
+from ...table.mysql_types import INTEGER_KINDS, TABLE_CHARSET, default_width
+from ...table.schema import Column, TableSchema
+from ..shared import java_sql_types as java
+from ..shared.json_text import PLAIN, quote_json
+from .field_types import NO_UNSIGNED_SUFFIX
+
+# Debezium's tableChanges type per action (TiCDC debezium EncodeDDLEvent); other actions send no event.
+_DEBEZIUM_TYPES = {
+    **dict.fromkeys(["create schema", "create table", "create view"], "CREATE"),
+    **dict.fromkeys(
+        ["add column", "modify column", "drop column", "multi-schema change", "add table partition",
+         "remove partitioning", "reorganize partition", "exchange table partition", "alter table partitioning",
+         "truncate table partition", "drop table partition", "rebase auto id", "set default value",
+         "modify table comment", "modify table charset and collate", "modify schema charset and collate",
+         "add index", "alter index visibility", "rename index", "rename table", "rename tables",
+         "add primary key", "drop primary key"],
+        "ALTER",
+    ),
+    **dict.fromkeys(["drop schema", "drop table", "drop index", "drop view", "truncate table"], "DROP"),
+}
+
+
+DEBEZIUM_CHANGE_TYPES = ("CREATE", "ALTER", "DROP")
+
+
+def debezium_change_type(action: str) -> str | None:
+    return _DEBEZIUM_TYPES.get(action)
+
+
+_JDBC_BY_KIND = {
+    "tinyint": java.SMALLINT, "smallint": java.SMALLINT, "mediumint": java.INTEGER, "int": java.INTEGER,
+    "year": java.INTEGER, "bigint": java.BIGINT, "float": java.FLOAT, "double": java.DOUBLE,
+    "decimal": java.DECIMAL, "timestamp": java.TIMESTAMP_WITH_TIMEZONE, "datetime": java.TIMESTAMP,
+    "date": java.DATE, "time": java.TIME, "enum": java.CHAR, "set": java.CHAR, "bit": java.BIT,
+    "json": java.OTHER, "char": java.CHAR, "varchar": java.VARCHAR,
+    **dict.fromkeys(["tinytext", "text", "mediumtext", "longtext"], java.VARCHAR),
+}
+
+
+_BINARY_JDBC = {"char": java.BINARY, "varchar": java.VARBINARY,
+                **dict.fromkeys(["tinytext", "text", "mediumtext", "longtext"], java.BLOB)}
+
+
+_FRACTIONAL = {"datetime", "timestamp", "time"}
+
+
+# TiDB's default widths that the column model does not apply (it keeps no width for these).
+_OTHER_DEFAULT_WIDTHS = {"float": 12, "double": 22, "varchar": 5}
+
+
+# Types whose length TiCDC gives only when it is not TiDB's default width.
+_WIDTH_UNLESS_DEFAULT = {"bit", "char", "varchar", "bigint", "float", "double"}
+
+
+def _default_width(kind: str) -> int | None:
+    return _OTHER_DEFAULT_WIDTHS.get(kind) or default_width(kind)
+
+
+def _member(name: str, optional: bool, schema_type: str, rest: str = "") -> str:
+    """A field of the DDL schemas, in the order TiCDC writes them there: field, optional, type."""
+    return f'{{"field":"{name}","optional":{str(optional).lower()},"type":"{schema_type}"{rest}}}'
+
+
+def _items(name: str, fields: list[str]) -> str:
+    return f',"items":{{"name":"{name}","optional":false,"type":"struct","version":1,"fields":[{",".join(fields)}]}}'
+
+
+_STRINGS = ',"items":{"type":"string","optional":false}'
+
+
+_COLUMN_FIELDS = [_member(*field) for field in [
+    ("name", False, "string"), ("jdbcType", False, "int32"), ("nativeType", True, "int32"),
+    ("typeName", False, "string"), ("typeExpression", True, "string"), ("charsetName", True, "string"),
+    ("length", True, "int32"), ("scale", True, "int32"), ("position", False, "int32"), ("optional", True, "boolean"),
+    ("autoIncremented", True, "boolean"), ("generated", True, "boolean"), ("comment", True, "string"),
+    ("defaultValueExpression", True, "string")]] + [_member("enumValues", True, "array", _STRINGS)]
+
+
+_TABLE_FIELDS = [_member("defaultCharsetName", True, "string"),
+                 _member("primaryKeyColumnNames", True, "array", _STRINGS),
+                 _member("columns", False, "array", _items("io.debezium.connector.schema.Column", _COLUMN_FIELDS)),
+                 _member("comment", True, "string")]
+
+
+_CHANGE_FIELDS = [_member("type", False, "string"), _member("id", False, "string"),
+                  _member("table", True, "struct", ',"name":"io.debezium.connector.schema.Table","version":1,'
+                                                   f'"fields":[{",".join(_TABLE_FIELDS)}]')]
+
+
+# The SchemaChangeValue fields after ``source``.
+VALUE_FIELDS = [_member("ts_ms", False, "int64"), _member("databaseName", True, "string"),
+                _member("schemaName", True, "string"), _member("ddl", True, "string"),
+                _member("tableChanges", False, "array", _items("io.debezium.connector.schema.Change", _CHANGE_FIELDS))]
+
+
+KEY_SCHEMA = ('{"type":"struct","name":"io.debezium.connector.mysql.SchemaChangeKey","optional":false,"version":1,'
+              f'"fields":[{_member("databaseName", False, "string")}]}}')
+
+
+def _nullable(value) -> str:
+    return "null" if value is None else str(value)
+
+
+def table_json(table: TableSchema, statement: str) -> str:
+    """``tableChanges[].table``: the table after ``statement``, which may define some of its columns."""
+    defined = defined_columns(statement)
+    key = next((index.columns for index in table.indexes if index.primary), ())  # in the key's order
+    primary = ",".join(quote_json(name, style=PLAIN) for name in key)
+    columns = ",".join(column_json(c, position, defined.get(c.name.lower()))
+                       for position, c in enumerate(table.columns, start=1))
+    return (f'{{"defaultCharsetName":"{TABLE_CHARSET}","primaryKeyColumnNames":[{primary}],'
+            f'"columns":[{columns}],"comment":null}}')
+
+
+def column_json(column: Column, position: int, definition: tuple[str, int | None] | None = None) -> str:
+    """One column's entry; ``definition`` is (type word, width or precision) when the statement defines it."""
+    t = column.type
+    elements = None if t.kind not in ("enum", "set") else (
+        "[" + ",".join(quote_json(f"'{e}'", style=PLAIN) for e in t.elements) + "]")
+    name = t.base_name.upper()
+    suffix = ""
+    if t.kind not in NO_UNSIGNED_SUFFIX:
+        suffix = " UNSIGNED ZEROFILL" if t.zerofill else " UNSIGNED" if t.unsigned else ""
+    expression = name
+    if t.kind == "double" and t.decimals:
+        expression += f"({t.length or _default_width('double')},{t.decimals})"
+    charset = "null" if t.has_binary_charset else f'"{TABLE_CHARSET}"'
+    return (f'{{"name":{quote_json(column.name, style=PLAIN)},"jdbcType":{_jdbc_type(column)},"nativeType":null,'
+            f'"comment":null,"defaultValueExpression":null,"enumValues":{_nullable(elements)},'
+            f'"typeName":"{name}{suffix}","typeExpression":"{expression}{suffix}",'
+            f'"charsetName":{charset},"length":{_nullable(_length(column, definition))},'
+            f'"scale":{_nullable(_scale(column))},"position":{position},'
+            f'"optional":{str(column.nullable).lower()},"autoIncremented":false,"generated":false}}')
+
+
+def _jdbc_type(column: Column) -> int:
+    t = column.type
+    return _BINARY_JDBC[t.kind] if t.binary and t.kind in _BINARY_JDBC else _JDBC_BY_KIND[t.kind]
+
+
+def _length(column: Column, definition: tuple[str, int | None] | None) -> int | None:
+    """TiCDC's ``getLen``: the width TiDB stores, or None where TiCDC writes null."""
+    t = column.type
+    if definition is not None and (t.kind in _FRACTIONAL or t.kind == "year"):
+        return definition[1]  # re-read from the statement: None when it gives no (n)
+    if t.kind in _FRACTIONAL:
+        return t.fsp
+    if t.kind in ("year", "decimal"):
+        return t.length
+    if t.kind == "set":
+        return 2 * len(t.elements) - 1
+    if t.kind == "enum":
+        return 1
+    if t.kind in INTEGER_KINDS and t.kind != "bigint":
+        default = default_width(t.kind) - (1 if t.unsigned else 0) + (1 if t.kind == "tinyint" and t.zerofill else 0)
+        return t.length if t.length != default else None
+    if t.kind in _WIDTH_UNLESS_DEFAULT:
+        return t.length if t.length is not None and t.length != _default_width(t.kind) else None
+    return None
+
+
+def _scale(column: Column) -> int | None:
+    t = column.type
+    return t.decimals if t.kind in ("decimal", "float", "double") else None

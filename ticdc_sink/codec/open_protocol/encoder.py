@@ -1,0 +1,146 @@
+"""TiCDC Open Protocol, as the newer TiCDC writes it (spec: ticdc-open-protocol.md; reference section 2).
+
+An event is a key JSON (``{"ts","scm","tbl","t"}``) and a value JSON; a Kafka
+message packs the events bound for one partition in frames: the key is the
+protocol version (big-endian uint64 1) followed by each event key with its
+big-endian uint64 length, the value is each event value with its length, in
+the same order.  A message holds at most ``max-batch-size`` events and stays
+within ``max-message-bytes`` (TiCDC's rule: a new message when the open one's
+length plus the event's key, value and 16 length bytes would exceed it).
+
+Row values are ``{"u":{..}}`` (insert, and update without old values),
+``{"u":{..},"p":{..}}`` (update with ``_before``) and ``{"d":{..}}`` (delete:
+the handle-key columns, every column with ``_before``).  Each column is
+``{"t":<type code>,"h":true (handle-key columns only),"f":<flags>,"v":<value>}``
+in table order, and strings are escaped without HTML escapes (jsoniter).
+DDL events (``t`` 2) and resolved events (``t`` 3, an empty value) are
+messages of their own, sent to every partition.
+"""
+
+from __future__ import annotations
+
+import struct
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ...changes.contract import OP_DELETE, ChangeBatch
+from ...config import SinkConfig
+from ...ddl import ACTION_CODES, DDLChange
+from ...dispatch import Routing
+from ...errors import ContractError
+from ...kafka.messages import BROADCAST, Messages
+from ...render import float_json_numbers, join, string_scalar, value_text
+from ...table.schema import Column, TableSchema
+from ..base import Encoder
+from ..shared.assembly import at_updates, check_sizes
+from ..shared.ddl_types import ddl_type, type_key
+from ..shared.json_text import (PLAIN, bare_fragments, base64_fragments, changed_members_object, concat,
+                                go_quoted_fragments, json_fragments, object_parts, quote_json, quoted_names_of)
+from .frames import frame, pack_events
+
+ROW_EVENT, DDL_EVENT, RESOLVED_EVENT = 1, 2, 3
+
+
+_EMPTY_VALUE = struct.pack(">Q", 0)  # a resolved event's value: one event of length 0
+
+
+class OpenProtocolEncoder(Encoder):
+    """Open Protocol frames for one table shape, built a batch at a time."""
+
+    def __init__(self, config: SinkConfig, table: TableSchema | None, **context):
+        super().__init__(config, table, **context)
+        if table is None:  # control events only
+            return
+        self._heads = [_column_head(c) for c in table.columns]
+        handle = {c.name for c in table.handle_columns}
+        self._handle_positions = [i for i, c in enumerate(table.columns) if c.name in handle]
+
+    # -- rows
+
+    def encode_rows(self, batch: ChangeBatch, routing: Routing) -> Messages:
+        """The batch's events packed per partition, in commit-ts order within each."""
+        messages = pack_events(self.event_keys(batch), self.event_values(batch), routing,
+                               self.options.max_batch_size, self.config.max_message_bytes)
+        check_sizes(self.config, messages, batch)
+        return messages
+
+    def event_keys(self, batch: ChangeBatch) -> pa.Array:
+        """``{"ts":..,"scm":..,"tbl":..,"t":1}`` per row."""
+        return concat(['{"ts":', pa.array(batch.commit_ts).cast(pa.string()),
+                       ',"scm":', quoted_names_of(batch.databases, style=PLAIN),
+                       ',"tbl":', quoted_names_of(batch.tables, style=PLAIN), f',"t":{ROW_EVENT}}}'], batch.num_rows)
+
+    def event_values(self, batch: ChangeBatch) -> pa.Array:
+        """The value JSON of each row's event."""
+        n, columns = batch.num_rows, self.table.columns
+        fragments = [self._fragments(batch.columns[c.name], c) for c in columns]
+        row = concat(object_parts(self._heads, fragments, tail="}"), n)
+        is_delete = batch.ops == OP_DELETE
+        has_old = batch.before is not None
+        if is_delete.any() and not has_old:  # old value off: a delete names its row by the handle key
+            handle = concat(object_parts([self._heads[i] for i in self._handle_positions],
+                                         [fragments[i] for i in self._handle_positions], tail="}"), n)
+            row = pc.if_else(pa.array(is_delete), handle, row)
+        opening = pc.if_else(pa.array(is_delete), string_scalar('{"d":'), string_scalar('{"u":'))
+        closing = at_updates(batch, "}", lambda before, updates: join(',"p":', self._old_object(
+            [f.take(updates) for f in fragments], [self._fragments(before[c.name], c) for c in columns]), "}"))
+        return concat([opening, row, closing], n)
+
+    def _old_object(self, new: list[pa.Array], old: list[pa.Array]) -> pa.Array:
+        if self.options.only_output_updated_columns:
+            return changed_members_object(self._heads, new, old, tail="}")
+        return concat(object_parts(self._heads, old, tail="}"), len(old[0]))
+
+    def _fragments(self, values: pa.Array, column: Column) -> pa.Array:
+        """The JSON ``v`` of each row of a column (TiCDC ``writeColumnFieldValue``)."""
+        t = column.type
+        if t.is_blob:  # TEXT and BLOB alike
+            return base64_fragments(values)
+        if t.kind in ("float", "double"):
+            return bare_fragments(float_json_numbers(values, 32 if t.kind == "float" else 64))
+        text = value_text(values, t, self.config.time_zone)
+        if t.is_integer or t.kind in ("year", "bit", "enum", "set"):
+            return bare_fragments(text)
+        if t.is_string and t.binary:
+            return go_quoted_fragments(text, style=PLAIN)
+        # Decimals, dates and times render without characters that JSON escapes.
+        return json_fragments(text, escape=t.is_string or t.kind == "json", style=PLAIN)
+
+    # -- control events
+
+    def ddl_type(self, ddl: DDLChange) -> int:
+        """TiDB's action code of the DDL: the ``_ddl_type`` override (a code or an action name), else classified."""
+        code = ddl_type(ddl, ACTION_CODES.get, _action_code, self.config.ddl_type_column, _UNKNOWN_ACTION)
+        if code is None:  # no override, and a statement whose action was not recognised
+            raise ContractError(self.config.ddl_type_column, ddl.type_override, f"DDL {ddl.query!r}",
+                                _UNKNOWN_ACTION)
+        return code
+
+    def encode_ddl(self, ddl: DDLChange, topic: str) -> Messages:
+        """One DDL event to every partition of the topic."""
+        key = (f'{{"ts":{ddl.commit_ts},"scm":{quote_json(ddl.database, style=PLAIN)},'
+               f'"tbl":{quote_json(ddl.table, style=PLAIN)},"t":{DDL_EVENT}}}')
+        value = f'{{"q":{quote_json(ddl.query, style=PLAIN)},"t":{self.ddl_type(ddl)}}}'
+        return Messages.one(topic, BROADCAST, frame([key.encode()]), frame([value.encode()], versioned=False))
+
+    def encode_watermark(self, ts: int, topics: list[str]) -> Messages:
+        """The resolved event to every partition of every topic."""
+        key = frame([f'{{"ts":{ts},"t":{RESOLVED_EVENT}}}'.encode()])
+        return Messages.to_every_partition(topics, key, _EMPTY_VALUE)
+
+
+_UNKNOWN_ACTION = ("the statement's TiDB action is not recognised; give it in the DDL type column as TiDB's "
+                   "action code (e.g. 3) or name (e.g. 'create table')")
+_ACTION_BY_NAME = {type_key(name): code for name, code in ACTION_CODES.items()}
+
+
+def _action_code(key: str) -> int | None:
+    """An override as TiDB's action code (``3``) or name (``create table``, ``Shard RowID``)."""
+    return int(key) if key.isdigit() else _ACTION_BY_NAME.get(key)
+
+
+def _column_head(column: Column) -> str:
+    """``"name":{"t":..,"h":true,"f":..,"v":`` of a column: everything before its value."""
+    handle = ',"h":true' if column.handle_key else ""
+    return f'{quote_json(column.name, style=PLAIN)}:{{"t":{column.type.code}{handle},"f":{column.flag},"v":'

@@ -1,0 +1,53 @@
+"""How every protocol assembles a batch's messages: one per row, old values at the updates, sizes checked."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+import pyarrow as pa
+
+from ...changes.contract import OP_UPDATE, ChangeBatch
+from ...config import SinkConfig
+from ...dispatch import Routing
+from ...errors import MessageTooLargeError
+from ...kafka.messages import Messages
+from ...render import at_rows
+
+
+def row_messages(config: SinkConfig, batch: ChangeBatch, routing: Routing, keys: pa.Array | None,
+                 values: pa.Array) -> Messages:
+    """One message per row of ``batch`` (its key or none, its value or none), where ``routing`` sends the row."""
+    messages = Messages(routing.topics, routing.topic_of_message, routing.partition_of_row, keys, values,
+                        np.arange(batch.num_rows))
+    check_sizes(config, messages, batch)
+    return messages
+
+
+def check_sizes(config: SinkConfig, messages: Messages, batch: ChangeBatch) -> None:
+    """Refuse a message over ``max-message-bytes`` (TiCDC's ErrMessageTooLarge), naming its (first) row."""
+    oversized = messages.first_oversized(config.max_message_bytes)
+    if oversized is None:
+        return
+    index, size = oversized
+    row = int(messages.rows[index])
+    raise MessageTooLargeError(
+        f"the {config.protocol} message of row {batch.row_key(row)} of table {batch.databases[row].as_py()}."
+        f"{batch.tables[row].as_py()} is {size} bytes, over max-message-bytes={config.max_message_bytes}; raise "
+        "max-message-bytes (and the topic's max.message.bytes)")
+
+
+def at_updates(batch: ChangeBatch, base: pa.Array | str,
+               render: Callable[[dict[str, pa.Array], pa.Array], pa.Array]) -> pa.Array | str:
+    """What the UPDATE rows of a batch with old values carry of their old row, in place of ``base`` (an array
+    or a constant for every row); ``base`` itself when no row has one.
+
+    ``render(before, updates)`` gets the old values of the updates only and their row numbers (to take
+    what else it needs at those rows), so that a batch renders no old value it does not send.
+    """
+    is_update = batch.ops == OP_UPDATE
+    if batch.before is None or not is_update.any():
+        return base
+    updates = pa.array(np.flatnonzero(is_update))
+    before = {name: values.take(updates) for name, values in batch.before.items()}
+    return at_rows(base, is_update, render(before, updates), batch.num_rows)

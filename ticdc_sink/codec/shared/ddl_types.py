@@ -1,0 +1,65 @@
+"""A DDL's type as a protocol names it: Canal's names (which Simple shares), and the one check of a
+``_ddl_type`` override that every protocol applies."""
+
+from __future__ import annotations
+
+from typing import Callable, TypeVar
+
+from ...ddl import DDLChange
+from ...errors import ContractError
+
+T = TypeVar("T")
+
+# Canal's DDL event type per action (TiCDC pkg/sink/codec/canal/canal_entry.go convertDdlEventType); the
+# Simple protocol uses the same names and adds ``exchange table partition`` -> ALTER.
+_CANAL_TYPES = {
+    "create table": "CREATE",
+    "rename table": "RENAME",
+    "rename tables": "RENAME",
+    "add index": "CINDEX",
+    "add foreign key": "CINDEX",
+    "add primary key": "CINDEX",
+    "drop index": "DINDEX",
+    "drop foreign key": "DINDEX",
+    "drop primary key": "DINDEX",
+    "drop table": "ERASE",
+    "truncate table": "TRUNCATE",
+    **dict.fromkeys(
+        ["add column", "drop column", "modify column", "rebase auto id", "set default value",
+         "modify table comment", "rename index", "add table partition", "drop table partition",
+         "modify table charset and collate", "truncate table partition", "alter index visibility",
+         "multi-schema change", "reorganize partition", "alter table partitioning", "remove partitioning"],
+        "ALTER",
+    ),
+}
+CANAL_DDL_TYPES = ("CREATE", "ALTER", "ERASE", "RENAME", "TRUNCATE", "CINDEX", "DINDEX", "QUERY")
+
+
+def canal_ddl_type(action: str) -> str:
+    return _CANAL_TYPES.get(action, "QUERY")
+
+
+def named_types(names: tuple[str, ...]) -> Callable[[str], str | None]:
+    """The lookup of ``ddl_type`` for a protocol whose DDL types are these names."""
+    by_key = {type_key(name): name for name in names}
+    return by_key.get
+
+
+def type_key(text: str) -> str:
+    """An override as it is looked up: surrounding space, case and inner spaces do not count."""
+    return "".join(text.split()).lower()
+
+
+def ddl_type(ddl: DDLChange, of_action: Callable[[str], T | None], lookup: Callable[[str], T | None],
+             option: str, rule: str) -> T | None:
+    """The protocol's type of ``ddl``: its ``_ddl_type`` override (``option``) as ``lookup`` reads it, else
+    ``of_action(ddl.action)``; an override ``lookup`` does not know fails the row with ``rule``."""
+    if not ddl.type_override:
+        return of_action(ddl.action)
+    found = lookup(type_key(ddl.type_override))
+    if found is None:
+        raise ContractError(option, ddl.type_override, f"DDL {ddl.query!r}", rule)
+    return found
+
+
+CANAL_TYPE_NAMES = named_types(CANAL_DDL_TYPES)  # the override lookup of Canal-JSON and Simple

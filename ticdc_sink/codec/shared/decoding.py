@@ -1,0 +1,65 @@
+"""What the decoders share: TiDB values back from the text, names and numbers the protocols carry."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from decimal import Decimal
+from typing import Any, Callable
+
+_UNESCAPED_COMMA = re.compile(r"(?<!\\),")
+
+
+def allowed_members(text: str, escaped: bool = True) -> list[str]:
+    """The members of an ``allowed`` list: joined by commas, a comma inside a member written ``\\,``
+    (``escaped``; Debezium's SET list does not escape)."""
+    if not text:
+        return []
+    if not escaped:
+        return text.split(",")
+    return [member.replace("\\,", ",") for member in _UNESCAPED_COMMA.split(text)]
+
+
+def enum_index(members: list[str], name: str) -> int:
+    """TiDB's ENUM value: the member's 1-based index, 0 for a name that is no member."""
+    return members.index(name) + 1 if name in members else 0
+
+
+def set_bitmask(members: list[str], names: str) -> int:
+    """TiDB's SET value: a bit per member named in the comma-joined ``names``."""
+    return sum(1 << members.index(m) for m in names.split(",") if m in members)
+
+
+def typed_row(row: dict[str, Any] | None, convert: Callable[[str, Any], Any]) -> dict[str, Any] | None:
+    """A decoded row's values as ``convert(column name, value)`` types them (None: no row)."""
+    return None if row is None else {name: convert(name, value) for name, value in row.items()}
+
+
+def unsigned_64(number: int) -> int:
+    """A 64-bit unsigned value that a protocol carried as its bits in a signed long (2^64-1 as -1)."""
+    return number % 2**64
+
+
+def text_value(text: str | None, mysql_type: str) -> Any:
+    """A value as TiDB's text (Canal-JSON's, Simple's) back to a Python value, typed by its MySQL type name.
+
+    Integers, BIT, YEAR, ENUM (index) and SET (bitmask) become int; FLOAT/DOUBLE
+    float; DECIMAL Decimal; DATE date; DATETIME/TIMESTAMP naive datetime in the
+    rendering time zone; binary types bytes; TIME, JSON and text stay str.
+    """
+    if text is None:
+        return None
+    base = mysql_type.lower().split("(")[0].split(" ")[0]
+    if base in ("tinyint", "smallint", "mediumint", "int", "bigint", "bit", "year", "enum", "set"):
+        return int(text)
+    if base in ("float", "double"):
+        return float(text.replace("+Inf", "inf").replace("-Inf", "-inf"))
+    if base == "decimal":
+        return Decimal(text)
+    if base == "date":
+        return dt.date.fromisoformat(text)
+    if base in ("datetime", "timestamp"):
+        return dt.datetime.fromisoformat(text)
+    if "blob" in base or "binary" in base:
+        return text.encode("latin-1")
+    return text

@@ -1,0 +1,206 @@
+"""The Confluent Schema Registry, for the protocols whose schemas live there (Avro): a client, its errors,
+TiCDC's subject names, and the declaration by which a codec says it needs one."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+import struct
+from typing import Any
+
+from confluent_kafka.schema_registry import Schema, SchemaRegistryClient, SchemaRegistryError
+
+from ...config import SinkConfig
+from ...errors import ConfigError, TiCDCSinkError
+from ...option_values import SETTINGS, OptionGroup
+from ...redact import mask_url
+
+try:  # the HTTP library the client itself uses: httpx2 where installed, else httpx
+    from confluent_kafka.schema_registry.common._httpx_compat import httpx
+except ImportError:  # an older client
+    import httpx
+
+
+# Client settings that take numbers; options always arrive as strings.
+_NUMBER_SETTINGS = frozenset({"timeout", "cache.capacity", "cache.latest.ttl.sec", "max.retries", "retries.wait.ms",
+                              "retries.max.wait.ms"})
+
+
+_DEFAULT_RETRIES = 2
+MAGIC_BYTE = 0
+_CONFLUENT_HEADER = struct.Struct(">bI")  # the magic byte and the schema id, big-endian
+
+
+@dataclass(frozen=True, repr=False)
+class RegistryOptions(OptionGroup):
+    """The options of a protocol whose schemas live in a registry: its URL, and ``schema-registry.<setting>``
+    options, confluent-kafka ``SchemaRegistryClient`` settings (TLS, basic auth, ...)."""
+
+    schema_registry: str | None = None
+    schema_registry_settings: tuple[tuple[str, str], ...] = field(default=(), metadata={SETTINGS: True})
+
+
+class SchemaRegistryFailure(TiCDCSinkError):
+    """The registry refused a schema or could not be reached; the message is the registry's own."""
+
+
+def subject(topic: str, part: str) -> str:
+    """TopicNameStrategy's subject as TiCDC names it: ``part`` is ``key`` or ``value``."""
+    return f"{topic.replace('.', '_')}-{part}"
+
+
+def confluent_header(schema_id: int) -> bytes:
+    """The first five bytes of a key or value in the Confluent wire format: the magic byte and the schema id."""
+    return _CONFLUENT_HEADER.pack(MAGIC_BYTE, schema_id)
+
+
+def split_confluent(data: bytes) -> tuple[int, bytes]:
+    """(schema id, Avro record) of a key or value in the Confluent wire format."""
+    if len(data) < _CONFLUENT_HEADER.size or data[0] != MAGIC_BYTE:
+        raise ValueError(f"not a Confluent Avro message (magic byte 0, schema id, record): {data[:8]!r}")
+    return _CONFLUENT_HEADER.unpack_from(data)[1], data[_CONFLUENT_HEADER.size:]
+
+
+def client_settings(config: SinkConfig) -> dict[str, Any]:
+    """``SchemaRegistryClient`` settings from the options.
+
+    Without ``schema-registry.timeout`` a request's attempts share
+    ``broker-timeout-ms``, so that a registry that does not answer fails the
+    task in about that time (plus the client's waits between attempts).
+    """
+    options = config.protocol_options
+    settings: dict[str, Any] = {"url": options.schema_registry}
+    for setting, value in options.schema_registry_settings:
+        if setting in _NUMBER_SETTINGS:
+            try:
+                settings[setting] = float(value) if setting == "timeout" else int(value)
+            except ValueError:
+                raise ConfigError(f"schema-registry.{setting}", value, "expected a number") from None
+        else:
+            settings[setting] = value
+    retries = settings.setdefault("max.retries", _DEFAULT_RETRIES)
+    settings.setdefault("timeout", config.broker_timeout_ms / 1000 / (retries + 1))
+    return settings
+
+
+@functools.lru_cache(maxsize=16)
+def check_client_settings(config: SinkConfig) -> None:
+    """Refuse ``schema-registry.*`` settings the client refuses, once per configuration and process
+    (building a client costs tens of milliseconds: it loads the CA certificates)."""
+    _client(config).close()
+
+
+def _client(config: SinkConfig) -> SchemaRegistryClient:
+    try:
+        return SchemaRegistryClient(client_settings(config))
+    except OSError as e:  # a TLS file that cannot be read: Python's error does not name it
+        options = config.protocol_options
+        files = ", ".join(f"schema-registry.{s}={v}" for s, v in options.schema_registry_settings
+                          if s.endswith(".location"))
+        raise ConfigError("schema-registry", options.schema_registry,
+                          f"the Schema Registry client cannot read its TLS files ({files}): {e}") from None
+    except (ValueError, TypeError) as e:
+        options = config.protocol_options
+        given = ", ".join(f"schema-registry.{s}" for s, _ in options.schema_registry_settings) or "none"
+        raise ConfigError("schema-registry", options.schema_registry,
+                          f"the Schema Registry client refused its settings (schema-registry.* given: {given}): "
+                          f"{e}") from None
+
+
+class SchemaRegistry:
+    """Registers schemas and looks them up by id, once per distinct schema.
+
+    A codec builds one when it first needs the registry (``UsesSchemaRegistry``),
+    on the executor, and it is closed at the end of the task; the client underneath
+    caches as well, but this cache also spares it parsing the schema on every batch.
+    """
+
+    def __init__(self, config: SinkConfig):
+        self._config = config
+        self._client = _client(config)
+        self._ids: dict[tuple[str, str], int] = {}
+        self._schemas: dict[int, str] = {}
+
+    @classmethod
+    def at(cls, url: str) -> "SchemaRegistry":
+        """A registry by URL alone, with the default settings (to read schemas back)."""
+        return cls(SinkConfig(protocol="avro", topic="", protocol_options=RegistryOptions(schema_registry=url)))
+
+    @property
+    def where(self) -> str:
+        """The registry's URL as it may be shown: without its credentials."""
+        return mask_url(self._config.protocol_options.schema_registry or "")
+
+    def register(self, subject_name: str, schema_text: str, what: str) -> int:
+        """The id of ``schema_text`` under ``subject_name``, registering it the first time it is seen."""
+        key = (subject_name, schema_text)
+        if key not in self._ids:
+            self._ids[key] = self._call(
+                lambda: self._client.register_schema(subject_name, Schema(schema_text, "AVRO")),
+                f"registering {what} under subject {subject_name!r}")
+        return self._ids[key]
+
+    def schema_text(self, schema_id: int) -> str:
+        """The schema registered under ``schema_id``."""
+        if schema_id not in self._schemas:
+            self._schemas[schema_id] = self._call(lambda: self._client.get_schema(schema_id).schema_str,
+                                                  f"looking up schema id {schema_id}")
+        return self._schemas[schema_id]
+
+    def check_reachable(self) -> None:
+        """One request (the subject list), so that a wrong URL or credentials fail before any task."""
+        self._call(self._client.get_subjects, "listing its subjects")
+
+    def _call(self, request, doing: str):
+        try:
+            return request()
+        except SchemaRegistryError as e:
+            raise SchemaRegistryFailure(
+                f"schema registry {self.where} failed {doing}: {e.error_message} (HTTP {e.http_status_code}, "
+                f"error code {e.error_code}){_advice(e.http_status_code)}") from None
+        except httpx.TransportError as e:
+            raise SchemaRegistryFailure(
+                f"schema registry {self.where} cannot be reached ({doing}): {type(e).__name__}: {e}; check the "
+                "schema-registry option, the network and the registry, or raise broker-timeout-ms") from None
+        except ValueError as e:  # a 2xx answer that is not the registry's JSON: another service at that URL
+            raise SchemaRegistryFailure(
+                f"schema registry {self.where} gave an answer that is not a Schema Registry's ({doing}): "
+                f"{type(e).__name__}: {e}; check that schema-registry names the registry") from None
+
+    def close(self) -> None:
+        self._client.close()
+
+
+def _advice(status: int) -> str:
+    if status == 409:
+        return ("; the table's schema is incompatible with the subject's earlier versions under its compatibility "
+                "level: make the change compatible (new columns nullable), or change the subject's level")
+    if status in (401, 403):
+        return "; check the credentials in schema-registry (user:password@host) or schema-registry.basic.auth.*"
+    return ""
+
+
+class UsesSchemaRegistry:
+    """Declared by a codec whose schemas live in a Confluent Schema Registry (Avro).
+
+    Its client is made when the codec first needs it; ``codec.open_encoder``
+    closes it at the end of a task, and ``codec.check_services`` reaches the
+    registry once on the driver, before any task.
+    """
+
+    config: SinkConfig | None
+    _registry: SchemaRegistry | None = None
+
+    @property
+    def registry(self) -> SchemaRegistry:
+        if self._registry is None:
+            if self.config is None or not self.config.protocol_options.schema_registry:
+                raise ConfigError("schema-registry", None, "decoding avro needs the registry the schemas are "
+                                                           "in: decoder_for('avro', schema_registry=URL)")
+            self._registry = SchemaRegistry(self.config)
+        return self._registry
+
+    def close_registry(self) -> None:
+        if self._registry is not None:
+            self._registry.close()
+            self._registry = None

@@ -1,0 +1,100 @@
+"""The Simple protocol, as TiCDC writes it (spec: ticdc-simple-protocol.md; reference section 6).
+
+One event per message, without a Kafka key, in JSON (simple_json) or Avro
+(simple_avro) per ``encoding-format``; this module holds what the two share:
+which messages a batch or a control event makes and what goes into each.  An
+INSERT carries ``data``, an UPDATE ``data`` and ``old``, a DELETE ``old``; DDL
+and WATERMARK go to every partition; a table-level DDL carries the table's
+schema and, where the statement tells what it was, the schema before it.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+from ...render import go_float_text
+from ..base import DDLEvent, Decoder, RowEvent, WatermarkEvent
+from ..shared.decoding import text_value, typed_row, unsigned_64
+from . import avro_wire as simple_avro, json_wire as simple_json
+
+SchemaKey = tuple[str, str, int]  # (database, table, version)
+
+
+class SimpleDecoder(Decoder):
+    """Follows the document's consumer rules: table schemas come from DDL and BOOTSTRAP messages and are kept
+    by (database, table, version); a row whose schema has not arrived yet waits, and comes out, in arrival
+    order, after the DDL or BOOTSTRAP that brings it (a consumer that joined mid-stream).
+
+    Rows are typed by their column's ``dataType``: integers, BIT, YEAR, ENUM (index) and SET (bitmask) int,
+    FLOAT/DOUBLE float, DECIMAL Decimal, DATE date, DATETIME and TIMESTAMP naive datetime (TIMESTAMP in its
+    ``location``), binary strings bytes; TIME, JSON and text str.  A BOOTSTRAP is a DDLEvent of type
+    ``BOOTSTRAP`` with no query, as TiCDC's decoder returns it.  Each message is read in the encoding it is
+    in (an Avro message starts with the byte 0x16, a JSON one with ``{``).
+    """
+
+    def __init__(self, config=None):
+        super().__init__(config)
+        self._schemas: dict[SchemaKey, dict] = {}
+        self._waiting: list[dict] = []
+
+    @property
+    def waiting(self) -> int:
+        return len(self._waiting)
+
+    def decode(self, key: bytes | None, value: bytes) -> list:
+        doc = (simple_avro.read if value[:1] == b"\x16" else simple_json.read)(value)
+        if doc["type"] == "WATERMARK":
+            return [WatermarkEvent(doc["commitTs"])]
+        if doc["type"] in ("INSERT", "UPDATE", "DELETE"):
+            event = self._row(doc)
+            if event is None:
+                self._waiting.append(doc)
+                return []
+            return [event]
+        for name in ("tableSchema", "preTableSchema"):
+            if name in doc:
+                schema = doc[name]
+                self._schemas.setdefault((schema["schema"], schema["table"], schema["version"]), schema)
+        table = doc.get("tableSchema") or {}
+        ddl = DDLEvent(table.get("schema", ""), table.get("table", ""), doc.get("sql", ""), doc["type"],
+                       doc.get("commitTs", 0))  # Avro's BOOTSTRAP has none; JSON's says 0
+        waiting, self._waiting = self._waiting, []
+        released = [e for e in map(self._row, waiting) if e is not None]
+        self._waiting = [doc for doc in waiting if self._schema_of(doc) is None]
+        return [ddl, *released]
+
+    def _schema_of(self, doc: dict) -> dict | None:
+        return self._schemas.get((doc["database"], doc["table"], doc.get("schemaVersion", 0)))
+
+    def _row(self, doc: dict) -> RowEvent | None:
+        schema = self._schema_of(doc)
+        if schema is None:
+            return None
+        types = {c["name"]: c["dataType"] for c in schema["columns"]}
+
+        def typed(row: dict | None) -> dict | None:
+            return typed_row(row, lambda name, value: _decode_value(value, types[name]))
+
+        is_delete = doc["type"] == "DELETE"
+        primary = next((i["columns"] for i in schema["indexes"] if i["primary"]), [])
+        return RowEvent(type=doc["type"], database=doc["database"], table=doc["table"], commit_ts=doc["commitTs"],
+                        columns=typed(doc["old"] if is_delete else doc["data"]),
+                        old=None if is_delete else typed(doc.get("old")), primary_keys=list(primary),
+                        mysql_types={name: t["mysqlType"] for name, t in types.items()})
+
+
+def _decode_value(value: Any, data_type: dict) -> Any:
+    """A value as JSON (a string, or a TIMESTAMP object) or Avro (a typed union branch) gives it."""
+    if value is None or isinstance(value, bytes):
+        return value
+    if isinstance(value, int):  # Avro's long: an unsigned type's (BIT's too) 64 bits as a signed number
+        return unsigned_64(value) if value < 0 and data_type.get("unsigned") else value
+    mysql_type = data_type["mysqlType"]
+    if isinstance(value, dict):  # a TIMESTAMP, or Avro's UnsignedBigint (the 64 bits as a signed long)
+        return text_value(value["value"], mysql_type) if "location" in value else unsigned_64(value["value"])
+    if isinstance(value, float):  # Avro's float and double: as the JSON text of the same value reads
+        return float(go_float_text(value, 32 if mysql_type == "float" else 64))
+    if data_type["charset"] == "binary" and ("binary" in mysql_type or "blob" in mysql_type):
+        return base64.b64decode(value)
+    return text_value(value, mysql_type)

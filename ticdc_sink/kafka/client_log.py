@@ -1,0 +1,82 @@
+"""Kafka output through librdkafka: the producer's lifecycle, topics and delivery checks.
+
+The producer is always idempotent with ``acks=all``, so librdkafka's retries
+never duplicate or reorder a partition's messages.  Every delivery report is
+checked: ``flush()`` returns only when the broker acknowledged every message
+produced so far, and raises otherwise, so a task never reports rows that are
+not in Kafka.  A broker that cannot be reached fails within
+``broker-timeout-ms`` (the metadata wait and librdkafka's ``message.timeout.ms``).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+
+log = logging.getLogger(__name__)
+
+
+# librdkafka logs a failing connection again on every retry; one line per problem is enough.
+_REPEAT_AFTER_SECONDS = 300
+
+
+class _OncePerProblem(logging.Filter):
+    """Lets one line per distinct librdkafka problem through, again only after a quiet spell.
+
+    Lines that differ only in numbers (ports, milliseconds, client instance) are the same problem.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._last_seen: dict[tuple[int, str], float] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        problem = (record.levelno, re.sub(r"\d+", "#", record.getMessage()))
+        now = time.monotonic()
+        last = self._last_seen.get(problem)
+        if len(self._last_seen) > 1000:
+            self._last_seen.clear()
+        self._last_seen[problem] = now
+        return last is None or now - last > _REPEAT_AFTER_SECONDS
+
+
+# librdkafka's own log lines (connection failures, retries) go to Python logging, not stderr.
+LIBRDKAFKA_LOG = logging.getLogger("ticdc_sink.librdkafka")
+
+
+class _ProducerLog:
+    """One producer's librdkafka log lines, passed on to ``LIBRDKAFKA_LOG``, keeping its fatal error's line.
+
+    confluent-kafka raises a fatal error from the poll or flush that served it, but delivery reports served
+    after it run with that exception pending and can replace it (a SystemError, an AttributeError, or no
+    exception at all); librdkafka logs the error first, so the line is the reliable record.
+    """
+
+    def __init__(self) -> None:
+        self.fatal: str | None = None
+
+    def log(self, level: int, template: str, facility: str, client: str, line: str) -> None:
+        if facility == "FATAL" and self.fatal is None:
+            self.fatal = line.split("]: ", 1)[-1]  # without the "[thrd:main]" prefix
+        LIBRDKAFKA_LOG.log(level, template, facility, client, line)
+
+
+class ClientErrors:
+    """librdkafka's client errors (its error_cb), kept for one line instead of a log line per retry."""
+
+    def __init__(self) -> None:
+        self.distinct: list[str] = []
+
+    def __call__(self, error) -> None:
+        if error.str() not in self.distinct and len(self.distinct) < 5:
+            self.distinct.append(error.str())
+
+    @property
+    def settings(self) -> dict[str, object]:
+        """Client settings that route librdkafka's errors here and its logs to the core's logger (once per problem)."""
+        return {"error_cb": self, "logger": LIBRDKAFKA_LOG}
+
+    def note(self) -> str:
+        """The errors, as the tail of a failure's one line (empty when there were none)."""
+        return f" (client errors: {'; '.join(self.distinct)})" if self.distinct else ""

@@ -1,0 +1,148 @@
+"""Kafka output through librdkafka: the producer's lifecycle, topics and delivery checks.
+
+The producer is always idempotent with ``acks=all``, so librdkafka's retries
+never duplicate or reorder a partition's messages.  Every delivery report is
+checked: ``flush()`` returns only when the broker acknowledged every message
+produced so far, and raises otherwise, so a task never reports rows that are
+not in Kafka.  A broker that cannot be reached fails within
+``broker-timeout-ms`` (the metadata wait and librdkafka's ``message.timeout.ms``).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+from confluent_kafka import KafkaError, KafkaException
+
+from ..config import SinkConfig
+from ..errors import ConfigError, DeliveryError
+from .producer import KafkaOutput
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Marker:
+    """What a consumer group of the sink recorded on the marker topic.
+
+    Partition 0's offset is the last committed batch id + 1; partition 1's is the
+    last watermark sent (the driver's group; a TSO fits in an offset); partition
+    2's is how many input rows the task that committed the batch had read (the
+    tasks' groups), which tells a complete earlier attempt from one whose input
+    Spark cut short.
+    """
+
+    batch_id: int | None = None
+    watermark: int = 0
+    input_rows: int | None = None
+
+
+_MARKER_BATCH, _MARKER_WATERMARK, _MARKER_INPUT_ROWS = 0, 1, 2
+
+
+_MARKER_PARTITIONS = 3
+
+
+def _marker_partitions(output: "KafkaOutput") -> None:
+    """Make sure the marker topic exists with its partitions (growing one made by an older version)."""
+    topic = output.config.marker_topic
+    count = output.partition_count(topic, partitions_if_created=_MARKER_PARTITIONS)
+    if count >= _MARKER_PARTITIONS:
+        return
+    try:
+        output.grow(topic, _MARKER_PARTITIONS)
+    except KafkaException as e:
+        raise ConfigError("marker-topic", topic, f"the marker topic has {count} partitions, needs "
+                                                 f"{_MARKER_PARTITIONS} and could not grow ({e.args[0].str()}): "
+                                                 "name a new marker-topic and the sink creates it") from None
+
+
+def _marker_consumer(output: "KafkaOutput", group: str):
+    from confluent_kafka import Consumer
+
+    return Consumer({**output.client_settings,
+                     "group.id": group, "enable.auto.commit": False, "isolation.level": "read_committed"})
+
+
+_COORDINATOR_MOVING = (KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+                       KafkaError.COORDINATOR_NOT_AVAILABLE)
+
+
+def _committed(output: "KafkaOutput", consumer, group: str) -> list[int | None]:
+    """The offsets ``group`` committed on the marker topic's partitions, None where it committed none.
+
+    A group coordinator that is moving (a broker restarted, or just started) answers with a
+    retriable error; the read is tried again until ``broker-timeout-ms``.
+    """
+    from confluent_kafka import TopicPartition
+
+    topic, timeout = output.config.marker_topic, output.config.broker_timeout_ms / 1000
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            partitions = consumer.committed([TopicPartition(topic, p) for p in range(_MARKER_PARTITIONS)],
+                                            timeout=max(0.1, deadline - time.monotonic()))
+            error = next((p.error for p in partitions if p.error is not None), None)
+        except KafkaException as e:
+            error = e.args[0]
+        if error is None:
+            return [p.offset if p.offset >= 0 else None for p in partitions]
+        if not (error.retriable() or error.code() in _COORDINATOR_MOVING) or time.monotonic() >= deadline:
+            raise DeliveryError(f"cannot read the marker of {group!r} from {output.config.bootstrap_servers}: "
+                                f"{error.str()}")
+        time.sleep(0.2)
+
+
+def _marker(offsets: list[int | None]) -> Marker:
+    batch, watermark, input_rows = offsets
+    return Marker(None if batch is None else batch - 1, watermark or 0, input_rows)
+
+
+def _marker_offsets(batch_id: int, watermark: int | None = None, input_rows: int | None = None) -> dict[int, int]:
+    offsets = {_MARKER_BATCH: batch_id + 1}
+    if watermark:
+        offsets[_MARKER_WATERMARK] = watermark
+    if input_rows is not None:
+        offsets[_MARKER_INPUT_ROWS] = input_rows
+    return offsets
+
+
+def _topic_partitions(config: SinkConfig, offsets: dict[int, int]) -> list:
+    from confluent_kafka import TopicPartition
+
+    return [TopicPartition(config.marker_topic, partition, offset) for partition, offset in offsets.items()]
+
+
+def read_marker(output: "KafkaOutput", group: str) -> Marker:
+    """The marker of ``group`` (no transaction involved)."""
+    return _marker(read_group_offsets(output, group))
+
+
+def read_group_offsets(output: "KafkaOutput", group: str) -> list[int | None]:
+    """What ``group`` committed on each partition of the marker topic (None: nothing), outside transactions:
+    the sink's other records of a query (Simple's bootstrap state)."""
+    _marker_partitions(output)
+    consumer = _marker_consumer(output, group)
+    try:
+        return _committed(output, consumer, group)
+    finally:
+        consumer.close()
+
+
+def commit_group_offsets(output: "KafkaOutput", group: str, offsets: dict[int, int]) -> None:
+    """Record ``offsets`` (marker-topic partition -> offset) for ``group`` without a transaction."""
+    consumer = _marker_consumer(output, group)
+    try:
+        consumer.commit(offsets=_topic_partitions(output.config, offsets), asynchronous=False)
+    except KafkaException as e:
+        raise DeliveryError(f"cannot record the marker of {group!r} on {output.config.bootstrap_servers}: "
+                            f"{e.args[0].str()}") from None
+    finally:
+        consumer.close()
+
+
+def write_marker(output: "KafkaOutput", group: str, batch_id: int, watermark: int | None) -> None:
+    """Record ``batch_id`` (and the watermark) for ``group`` without a transaction (at-least-once)."""
+    commit_group_offsets(output, group, _marker_offsets(batch_id, watermark))

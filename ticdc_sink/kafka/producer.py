@@ -1,0 +1,329 @@
+"""Kafka output through librdkafka: the producer's lifecycle, topics and delivery checks.
+
+The producer is always idempotent with ``acks=all``, so librdkafka's retries
+never duplicate or reorder a partition's messages.  Every delivery report is
+checked: ``flush()`` returns only when the broker acknowledged every message
+produced so far, and raises otherwise, so a task never reports rows that are
+not in Kafka.  A broker that cannot be reached fails within
+``broker-timeout-ms`` (the metadata wait and librdkafka's ``message.timeout.ms``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import time
+
+import pyarrow as pa
+from confluent_kafka import KafkaError, KafkaException, Producer
+from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
+
+from ..config import SinkConfig
+from ..errors import ConfigError, DeliveryError, TiCDCSinkError
+from .client_log import LIBRDKAFKA_LOG, ClientErrors, _OncePerProblem, _ProducerLog
+from .messages import Messages
+
+log = logging.getLogger(__name__)
+
+
+_POLL_EVERY = 1000
+
+
+# The wait for delivery reports beyond message.timeout.ms, by which librdkafka has failed every message.
+_FLUSH_MARGIN_SECONDS = 5
+
+
+# How librdkafka's fatal error line names a takeover.
+_FENCED_TEXT = KafkaError(KafkaError._FENCED).str()
+# What librdkafka and the broker say when a newer producer took over a transactional.id.
+FENCED_ERRORS = (KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH)
+
+
+LIBRDKAFKA_LOG.addFilter(_OncePerProblem())
+
+
+def producer_settings(config: SinkConfig) -> dict[str, object]:
+    settings: dict[str, object] = {
+        "linger.ms": 5,
+        "message.timeout.ms": config.broker_timeout_ms,
+        "socket.connection.setup.timeout.ms": config.broker_timeout_ms,
+        # Room for a message of max-message-bytes plus the record overhead.
+        "message.max.bytes": max(1_000_000, config.max_message_bytes + 1024),
+        # A bounded local queue (librdkafka allows 1 GiB): a task waits for the broker instead of
+        # holding its partition in memory.
+        "queue.buffering.max.kbytes": max(65536, 2 * config.max_message_bytes // 1024),
+    }
+    settings.update(config.kafka)
+    settings.update({"enable.idempotence": True, "acks": "all"})
+    return settings
+
+
+def python_bytes(array: pa.Array) -> list[bytes | None]:
+    """An Arrow string or binary array as Python bytes, nulls as None.
+
+    Text goes as bytes too: a ``str`` per message would cost a UTF-8 check and
+    decode in Arrow, then an encode in the producer, for the same bytes.
+    """
+    if pa.types.is_string(array.type):
+        array = array.view(pa.binary())
+    elif pa.types.is_large_string(array.type):
+        array = array.view(pa.large_binary())
+    return array.to_pylist()
+
+
+def client_settings(settings: dict[str, object]) -> dict[str, object]:
+    """The connection and security settings of ``settings``, for admin and consumer clients."""
+    return {**{k: v for k, v in settings.items() if _is_client_setting(k)}, "logger": LIBRDKAFKA_LOG}
+
+
+def _cluster_metadata(config: SinkConfig):
+    """The brokers' topic metadata, from a short-lived admin client; one clear error if they are away.
+
+    The error carries the client's own errors (a refused connection, a failed SASL login): they say
+    which of the settings to fix.
+    """
+    errors = ClientErrors()
+    admin = AdminClient({**client_settings(producer_settings(config)), **errors.settings})
+    try:
+        return admin.list_topics(timeout=config.broker_timeout_ms / 1000)
+    except KafkaException as e:
+        admin.poll(0)  # serves error_cb
+        raise DeliveryError(_unreachable(config, e.args[0]) + errors.note()) from None
+
+
+def existing_partition_count(config: SinkConfig, topic: str) -> int | None:
+    """The partitions of ``topic`` on the brokers, or None when it does not exist (yet)."""
+    metadata = _cluster_metadata(config).topics.get(topic)
+    return len(metadata.partitions) if metadata is not None and metadata.error is None and metadata.partitions \
+        else None
+
+
+def check_brokers(config: SinkConfig) -> None:
+    """Fail at once, on the driver, when the brokers cannot be reached within ``broker-timeout-ms``.
+
+    Without this check every task attempt and then ``abort()`` would wait out the timeout in turn.
+    """
+    _cluster_metadata(config)
+
+
+def _unreachable(config: SinkConfig, error) -> str:
+    text = error.str() if isinstance(error, KafkaError) else str(error)
+    return (f"cannot reach the Kafka brokers {config.bootstrap_servers} within broker-timeout-ms="
+            f"{config.broker_timeout_ms} ({text}): check kafka.bootstrap.servers, the network and the "
+            "security settings, or raise broker-timeout-ms")
+
+
+class KafkaOutput:
+    """One producer with checked deliveries, plus the topic metadata a task needs."""
+
+    def __init__(self, config: SinkConfig, extra_settings: dict[str, object] | None = None):
+        self.config = config
+        self._settings = {**producer_settings(config), **(extra_settings or {})}
+        self._log = _ProducerLog()
+        self._client_errors = ClientErrors()
+        self._producer = Producer({**self._settings, "error_cb": self._client_errors, "logger": self._log})
+        self._partition_counts: dict[str, int] = {}
+        self._failures: list[str] = []  # the first few failed deliveries, for the error
+        self._failed = 0
+        self._fenced_by: str | None = None  # why, when a newer producer took over the transactional.id
+        self._pending = 0
+        self.delivered = 0
+        # (topic, partition) -> [first, last] acknowledged offset: where this producer's messages landed.
+        self.offsets: dict[tuple[str, int], list[int]] = {}
+
+    @property
+    def client_settings(self) -> dict[str, object]:
+        """The connection and security settings, for the admin and consumer clients beside the producer."""
+        return client_settings(self._settings)
+
+    # -- topics
+
+    def partition_count(self, topic: str, partitions_if_created: int | None = None) -> int:
+        """Partitions of ``topic``, creating it when it is missing and creation is allowed."""
+        if topic not in self._partition_counts:
+            partitions = partitions_if_created or self.config.partition_num
+            self._partition_counts[topic] = self._lookup_or_create(topic, partitions)
+        return self._partition_counts[topic]
+
+    def remember_partition_counts(self, counts: dict[str, int]) -> None:
+        """Take partition counts already looked up elsewhere (the tasks' reports), sparing the metadata calls."""
+        self._partition_counts.update(counts)
+
+    def _metadata(self):
+        # All topics: asking for one by name lets some brokers auto-create it with their defaults.
+        timeout = self.config.broker_timeout_ms / 1000
+        try:
+            return self._producer.list_topics(timeout=timeout)
+        except KafkaException as e:
+            raise DeliveryError(_unreachable(self.config, e.args[0]) + self._client_errors.note()) from None
+
+    def _lookup_or_create(self, topic: str, partitions: int) -> int:
+        metadata = self._metadata().topics.get(topic)
+        if metadata is not None and metadata.error is None and metadata.partitions:
+            return len(metadata.partitions)
+        if metadata is not None and metadata.error is not None \
+                and metadata.error.code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
+            raise DeliveryError(f"topic {topic!r} on {self.config.bootstrap_servers}: {metadata.error.str()}")
+        if not self.config.auto_create_topic:
+            raise ConfigError("topic", topic, "the topic does not exist; create it or set auto-create-topic=true")
+        self._create(topic, partitions)
+        deadline = time.monotonic() + self.config.broker_timeout_ms / 1000
+        while time.monotonic() < deadline:
+            metadata = self._metadata().topics.get(topic)
+            if metadata is not None and metadata.error is None and metadata.partitions:
+                return len(metadata.partitions)
+            time.sleep(0.1)
+        raise DeliveryError(f"topic {topic!r} was created but shows no partitions on {self.config.bootstrap_servers}")
+
+    def _create(self, topic: str, partitions: int) -> None:
+        admin = AdminClient(self.client_settings)
+        future = admin.create_topics(
+            [NewTopic(topic, num_partitions=partitions, replication_factor=self.config.replication_factor)],
+            request_timeout=self.config.broker_timeout_ms / 1000,
+        )[topic]
+        try:
+            future.result()
+            log.info("created topic %s with %d partitions", topic, partitions)
+        except KafkaException as e:
+            error = e.args[0]
+            if error.code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                raise ConfigError(
+                    "topic", topic,
+                    f"the topic does not exist and could not be created with {partitions} partitions, "
+                    f"replication-factor={self.config.replication_factor}: "
+                    f"{error.str()}; create it on the cluster",
+                ) from None
+
+    def grow(self, topic: str, partitions: int) -> None:
+        """Give ``topic`` ``partitions`` partitions in all; raises KafkaException where the brokers refuse."""
+        admin = AdminClient(self.client_settings)
+        admin.create_partitions([NewPartitions(topic, partitions)],
+                                request_timeout=self.config.broker_timeout_ms / 1000)[topic].result()
+        self._partition_counts.pop(topic, None)  # looked up again next time
+        log.info("grew topic %s to %d partitions", topic, partitions)
+
+    # -- producing
+
+    def produce(self, messages: Messages) -> int:
+        """Produce messages in one tight loop, BROADCAST ones to every partition; returns how many.
+
+        Every topic is looked up (created when missing and allowed) first; the counts are cached.
+        """
+        for topic in messages.topics:
+            self.partition_count(topic)
+        messages = messages.without_broadcast(self.partition_count)
+        count = len(messages)
+        topics = (itertools.repeat(messages.topics[0], count) if messages.topic_of_message is None
+                  else [messages.topics[t] for t in messages.topic_of_message.tolist()])
+        keys = python_bytes(messages.keys) if messages.keys is not None else itertools.repeat(None, count)
+        produce, on_delivery = self._producer.produce, self._on_delivery
+        for done, (topic, key, value, partition) in enumerate(
+                zip(topics, keys, python_bytes(messages.values), messages.partitions.tolist()), 1):
+            while True:
+                try:
+                    produce(topic, value, key, partition, on_delivery)
+                    break
+                except BufferError:
+                    self._wait_for_room()
+                except KafkaException as e:  # the producer refuses messages after its transaction failed
+                    self._raise_refused(topic, partition, e)
+            if not done % _POLL_EVERY:
+                self._serve(0)  # delivery reports now and then, not after every message
+        self._pending += count
+        return count
+
+    def _wait_for_room(self) -> None:
+        """The local queue is full: serve delivery reports until there is room."""
+        self._serve(0.05)
+        self._raise_if_failed()
+
+    def _serve(self, timeout: float, flush: bool = False) -> None:
+        """Serve delivery reports (``poll``, or ``flush`` for at most ``timeout``); a fatal client error raises
+        as one DeliveryError (see ``_ProducerLog`` for why its exception is not trusted)."""
+        try:
+            if flush:
+                self._producer.flush(timeout)
+            else:
+                self._producer.poll(timeout)
+            return
+        except TiCDCSinkError:
+            raise
+        except Exception:
+            if self._log.fatal is None:
+                raise
+        # Raised outside the except clause: the exception confluent-kafka left is noise, not the cause.
+        if _FENCED_TEXT in self._log.fatal and self._fenced_by is None:
+            self._fenced_by = self._log.fatal
+        self._raise_if_failed()
+        raise DeliveryError(f"the Kafka client failed on {self.config.bootstrap_servers}: {self._log.fatal}"
+                            + self._client_errors.note())
+
+    def _on_delivery(self, error, message) -> None:
+        self._pending -= 1
+        if error is not None:
+            self._failed += 1
+            self._note_fenced(error)
+            reason = f"{message.topic()}[{message.partition()}]: {error.str()}"
+            if len(self._failures) < 5 and reason not in self._failures:  # each reason once: one short line
+                self._failures.append(reason)
+        else:
+            self.delivered += 1
+            where, offset = (message.topic(), message.partition()), message.offset()
+            span = self.offsets.get(where)
+            if span is None:
+                self.offsets[where] = [offset, offset]
+            elif offset > span[1]:
+                span[1] = offset
+
+    def _raise_refused(self, topic: str, partition: int, error: KafkaException) -> None:
+        """Why ``produce`` was refused: the failed deliveries that failed the transaction, when known."""
+        self._serve(0)  # their delivery reports
+        self._note_fenced(error.args[0])
+        self._raise_if_failed()
+        raise DeliveryError(f"{topic}[{partition}] refused a message: {error.args[0].str()}"
+                            + self._client_errors.note()) from None
+
+    def _note_fenced(self, error: KafkaError) -> None:
+        if self._fenced_by is None and error.code() in FENCED_ERRORS:
+            self._fenced_by = error.str()
+
+    def _raise_if_failed(self) -> None:
+        if self._failed:
+            raise DeliveryError(
+                f"{self._failed} message(s) were not acknowledged by {self.config.bootstrap_servers}: "
+                + "; ".join(self._failures) + self._client_errors.note()
+            )
+
+    def flush(self) -> None:
+        """Wait until every produced message is acknowledged; raise if any is not.
+
+        librdkafka fails each message within ``message.timeout.ms``; the wait allows that and a margin.
+        """
+        message_timeout_s = int(self._settings["message.timeout.ms"]) / 1000
+        deadline = time.monotonic() + message_timeout_s + _FLUSH_MARGIN_SECONDS
+        while self._pending > 0 and time.monotonic() < deadline:
+            self._serve(1.0, flush=True)
+        self._raise_if_failed()
+        if self._pending > 0:
+            raise DeliveryError(
+                f"{self._pending} message(s) still unacknowledged by {self.config.bootstrap_servers} "
+                f"{_FLUSH_MARGIN_SECONDS} s after message.timeout.ms={self._settings['message.timeout.ms']}"
+                + self._client_errors.note()
+            )
+
+    def close(self) -> None:
+        """Drop what is unsent (a failed task) without waiting; Producer has no other close."""
+        self._producer.purge()
+        try:
+            self._producer.flush(0)
+        except KafkaException:  # a fenced producer is in a fatal state: nothing is left to send, it says so again
+            pass
+
+
+def _is_client_setting(key: str) -> bool:
+    """Settings an AdminClient accepts too (connection and security, not producer-only ones)."""
+    producer_only = ("linger.ms", "message.timeout.ms", "enable.idempotence", "acks", "compression.type",
+                     "batch.num.messages", "batch.size", "queue.buffering", "retries", "retry.backoff",
+                     "delivery.timeout.ms", "transactional.id", "transaction.timeout.ms", "partitioner",
+                     "max.in.flight", "sticky.partitioning")
+    return not key.startswith(producer_only)

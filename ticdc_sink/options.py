@@ -1,0 +1,218 @@
+"""The data source's options and ``sink-uri``, parsed and validated on the driver into one ``SinkConfig``.
+
+Option names follow TiCDC's sink-URI parameters so that users can paste what
+they already run; Kafka client settings follow Spark's ``kafka.<key>``
+convention and go to librdkafka unchanged.  The sink's own options are
+``config.SinkConfig``'s fields, each protocol's are its ``options.py``; an
+option of another protocol is checked and otherwise ignored, as TiCDC ignores
+the settings its protocol does not use.  Every problem is reported before a
+task starts, as one error naming the option, the value and what is allowed.
+"""
+
+from __future__ import annotations
+
+import difflib
+import logging
+import re
+from typing import Mapping
+from urllib.parse import parse_qsl, unquote, urlsplit
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from .codec import PROTOCOL_OPTIONS
+from .codec.shared.schema_registry import RegistryOptions
+from .config import DELIVERY_MODES, DISPATCHERS, ORDER_CHECKS, PROTOCOLS, SinkConfig, parse_protocol
+from .errors import ConfigError
+from .option_values import parse_bool, parse_choice
+from .redact import mask
+
+log = logging.getLogger(__name__)
+
+# Options that Spark itself passes to every sink; they are not ours to check.
+SPARK_OWN_OPTIONS = frozenset({"checkpointlocation", "path", "paths", "queryname"})
+
+_TOPIC_EXPRESSION = re.compile(r"^[A-Za-z0-9._\-]*(\{schema\})?([A-Za-z0-9._\-]*\{table\})?[A-Za-z0-9._\-]*$")
+_TOPIC_NAME = re.compile(r"^[A-Za-z0-9._\-]{1,249}$")
+_TRANSACTIONAL_PREFIX = re.compile(r"^[A-Za-z0-9._\-]{1,200}$")
+
+# TiCDC sink-URI parameters that are Kafka client settings, as librdkafka names them.
+_URI_KAFKA_PARAMETERS = {
+    "kafka-client-id": "client.id",
+    "compression": "compression.type",
+    "sasl-user": "sasl.username",
+    "sasl-password": "sasl.password",
+    "sasl-mechanism": "sasl.mechanism",
+    "ca": "ssl.ca.location",
+    "cert": "ssl.certificate.location",
+    "key": "ssl.key.location",
+}
+# TiCDC sink-URI parameters that librdkafka has no use for (it negotiates them).
+_URI_IGNORED_PARAMETERS = frozenset(
+    {"kafka-version", "dial-timeout", "read-timeout", "write-timeout", "insecure-skip-verify", "required-acks"}
+)
+
+_SINK_OPTIONS = SinkConfig.option_fields()
+_PROTOCOL_OPTION_NAMES = {name for options in PROTOCOL_OPTIONS.values() for name in options.option_fields()}
+KNOWN_OPTIONS = tuple(sorted(set(_SINK_OPTIONS) | _PROTOCOL_OPTION_NAMES | {"sink-uri"}))
+
+
+def parse_sink_uri(uri: str) -> tuple[dict[str, str], dict[str, str]]:
+    """``kafka://h1:9092,h2:9092/topic?protocol=canal-json&...`` -> (options, kafka settings)."""
+    parts = urlsplit(uri)
+    if parts.scheme.lower() not in ("kafka", "kafka+ssl"):
+        raise ConfigError("sink-uri", uri, "expected kafka://host:port[,host:port]/topic?parameters")
+    hosts = parts.netloc.rpartition("@")[2]
+    if not hosts:
+        raise ConfigError("sink-uri", uri, "names no broker: write kafka://host:port/topic")
+    options: dict[str, str] = {}
+    kafka = {"bootstrap.servers": hosts}
+    topic = unquote(parts.path.lstrip("/"))
+    if topic:
+        options["topic"] = topic
+    if parts.scheme.lower() == "kafka+ssl":
+        kafka["security.protocol"] = "SSL"
+    for key, value in parse_qsl(parts.query, keep_blank_values=True):
+        key = key.lower()
+        if key in _URI_KAFKA_PARAMETERS:
+            kafka[_URI_KAFKA_PARAMETERS[key]] = value
+        elif key == "enable-tls":
+            if parse_bool("sink-uri parameter enable-tls", value):
+                kafka["security.protocol"] = "SSL"
+        elif key in _URI_IGNORED_PARAMETERS:
+            log.info("sink-uri parameter %s=%s is not needed by librdkafka and is ignored", key, mask(key, value))
+        else:
+            options[key] = value
+    if "sasl.mechanism" in kafka:
+        kafka["security.protocol"] = "SASL_SSL" if kafka.get("security.protocol") == "SSL" else "SASL_PLAINTEXT"
+    return options, kafka
+
+
+def _suggest(name: str) -> str:
+    close = difflib.get_close_matches(name, KNOWN_OPTIONS, n=1, cutoff=0.6)
+    if close:
+        return f"did you mean {close[0]!r}?"
+    return "known options are " + ", ".join(KNOWN_OPTIONS) + ", and kafka.<librdkafka setting>"
+
+
+def _check_agrees(key: str, value: str, uri_value: str | None) -> None:
+    """A setting given both in the sink-uri and as the option ``key`` must have one value."""
+    if uri_value is not None and uri_value != value:
+        raise ConfigError(key, value, f"sink-uri already sets it to {mask(key, uri_value)!r}")
+
+
+def parse_options(options: Mapping[str, str]) -> SinkConfig:
+    """Validate the data source options (Spark passes them case-insensitively)."""
+    given = {str(k).lower(): str(v) for k, v in options.items() if v is not None}
+    values: dict[str, str] = {}
+    kafka: dict[str, str] = {}
+    registry: dict[str, str] = {}
+
+    if "sink-uri" in given:
+        uri_options, uri_kafka = parse_sink_uri(given["sink-uri"])
+        for key in uri_options:
+            if key not in KNOWN_OPTIONS or key == "sink-uri":
+                raise ConfigError("sink-uri", given["sink-uri"], f"unknown parameter {key!r}; {_suggest(key)}")
+        values.update(uri_options)
+        kafka.update(uri_kafka)
+
+    for key, value in given.items():
+        if key == "sink-uri" or key in SPARK_OWN_OPTIONS:
+            continue
+        if key.startswith("kafka."):
+            setting = key[len("kafka."):]
+            if not setting:
+                raise ConfigError(key, value, "write kafka.<librdkafka setting>, e.g. kafka.bootstrap.servers")
+            _check_agrees(key, value, kafka.get(setting))
+            kafka[setting] = value
+            continue
+        if key.startswith("schema-registry."):
+            setting = key[len("schema-registry."):]
+            if not setting or setting == "url":
+                raise ConfigError(key, value, "write the URL in schema-registry, and client settings as "
+                                              "schema-registry.<setting>, e.g. schema-registry.basic.auth.user.info")
+            registry[setting] = value
+            continue
+        if key not in KNOWN_OPTIONS:
+            raise ConfigError(key, value, f"unknown option; {_suggest(key)}")
+        _check_agrees(key, value, values.get(key))
+        values[key] = value
+
+    return _build(values, kafka, registry)
+
+
+def _build(values: dict[str, str], kafka: dict[str, str], registry: dict[str, str]) -> SinkConfig:
+    # The protocol first: without its codec no other option can be used, and the
+    # rules of some (an avro topic) would send the user after the wrong fix.
+    if "protocol" not in values:
+        raise ConfigError("protocol", None, f"required: one of {', '.join(PROTOCOLS)}")
+    protocol = parse_protocol(values["protocol"])
+    if not kafka.get("bootstrap.servers"):
+        raise ConfigError(
+            "kafka.bootstrap.servers", None, "required: the brokers to write to, e.g. host1:9092,host2:9092"
+        )
+    if "topic" not in values:
+        raise ConfigError("topic", None, "required: a topic name, or an expression with {schema} and {table}")
+
+    parsed = SinkConfig.parse_values(values)
+    # Every protocol's options are checked as given; only this protocol's are kept.
+    checked = {name: options.parse_values(values) for name, options in PROTOCOL_OPTIONS.items()}
+    protocol_values = checked[protocol]
+    parsed["protocol"] = protocol
+    partition = str(parsed.get("partition", "default")).strip().lower()
+    if partition == "rowid":  # TiCDC's deprecated alias
+        partition = "index-value"
+    parsed["partition"] = parse_choice("partition", partition, DISPATCHERS)
+    if "partition_columns" in parsed:
+        columns = tuple(c.strip() for c in str(parsed["partition_columns"]).split(",") if c.strip())
+        if not columns:
+            raise ConfigError("partition-columns", values["partition-columns"], "list one or more column names")
+        parsed["partition_columns"] = columns
+    if parsed["partition"] == "columns" and not parsed.get("partition_columns"):
+        raise ConfigError("partition-columns", None, "required with partition=columns: a comma-separated column list")
+    if parsed.get("partition_columns") and parsed["partition"] != "columns":
+        raise ConfigError("partition-columns", values["partition-columns"], "only used with partition=columns")
+    if parsed.get("partition_index") and parsed["partition"] != "index-value":
+        raise ConfigError("partition-index", values["partition-index"], "only used with partition=index-value")
+
+    parsed["delivery"] = parse_choice("delivery", parsed.get("delivery", "exactly-once"), DELIVERY_MODES)
+    prefix = parsed.get("transactional_id_prefix")
+    if prefix is not None and not _TRANSACTIONAL_PREFIX.match(str(prefix)):
+        raise ConfigError("transactional-id-prefix", prefix, "1..200 characters of [A-Za-z0-9._-]")
+    marker_topic = parsed.get("marker_topic")
+    if marker_topic is not None and not _TOPIC_NAME.match(str(marker_topic)):
+        raise ConfigError("marker-topic", marker_topic, "a Kafka topic name of [A-Za-z0-9._-], at most 249 long")
+    if "order_check" in parsed:
+        parsed["order_check"] = parse_choice("order-check", parsed["order_check"], ORDER_CHECKS)
+
+    topic = str(parsed["topic"])
+    if not _TOPIC_EXPRESSION.match(topic) or not topic:
+        raise ConfigError(
+            "topic", topic, "a Kafka topic name ([A-Za-z0-9._-]) or an expression like tidb_{schema}_{table}"
+        )
+    options_class = PROTOCOL_OPTIONS[protocol]
+    if issubclass(options_class, RegistryOptions):
+        protocol_values["schema_registry_settings"] = tuple(sorted(registry.items()))
+    shared = SinkConfig(**parsed)
+    protocol_options = options_class(**protocol_values).resolve(shared)
+    if "{" not in topic and not _TOPIC_NAME.match(topic):
+        raise ConfigError("topic", topic, "a Kafka topic name is 1..249 characters of [A-Za-z0-9._-]")
+    default_topic = parsed.get("default_topic")
+    if default_topic is not None and not _TOPIC_NAME.match(str(default_topic)):
+        raise ConfigError("default-topic", default_topic, "a Kafka topic name of [A-Za-z0-9._-], at most 249 long")
+
+    try:
+        ZoneInfo(str(parsed.get("time_zone", "UTC")))
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ConfigError("time-zone", parsed.get("time_zone"), "an IANA time zone name such as UTC or Asia/Shanghai")
+
+    renames = [k for k in values if k.endswith("-column") and k != "partition-columns"]
+    for key in renames:
+        if not str(parsed[key.replace("-", "_")]):
+            raise ConfigError(key, values[key], "a column name cannot be empty")
+
+    kafka = dict(kafka)
+    for setting in ("enable.idempotence", "acks"):
+        if setting in kafka and kafka[setting].strip().lower() not in ("true", "all", "-1"):
+            raise ConfigError(
+                f"kafka.{setting}", kafka[setting], "the sink always uses the idempotent producer with acks=all"
+            )
+    return SinkConfig(kafka_settings=tuple(sorted(kafka.items())), protocol_options=protocol_options, **parsed)

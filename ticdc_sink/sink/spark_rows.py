@@ -1,0 +1,63 @@
+"""The write pipeline shared by batch and streaming writes, on executors and on the driver.
+
+A task: Arrow record batches -> ChangeBatch -> topic and partition per row ->
+encoder -> producer -> every delivery acknowledged -> a ``TaskReport`` to the
+driver.  The driver, once every task succeeded, emits the DDL rows of the
+batch and then the watermark events (the batch's max commit ts, never
+decreasing) to every partition of every topic the batch touched.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+from typing import Iterator
+
+import pyarrow as pa
+
+log = logging.getLogger(__name__)
+
+
+def _zone_fixer(arrow_type: pa.DataType):
+    """Spark hands Rows' zoned timestamps over as naive local time; Arrow needs the instant."""
+    if pa.types.is_timestamp(arrow_type) and arrow_type.tz:
+        return lambda v: v.astimezone(datetime.timezone.utc) if v is not None and v.tzinfo is None else v
+    if pa.types.is_struct(arrow_type):
+        fixers = {f.name: fix for f in arrow_type if (fix := _zone_fixer(f.type))}
+        if fixers:
+            return lambda v: None if v is None else {**v, **{k: fix(v[k]) for k, fix in fixers.items()}}
+    if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
+        fix = _zone_fixer(arrow_type.value_type)
+        if fix:
+            return lambda v: None if v is None else [fix(x) for x in v]
+    if pa.types.is_map(arrow_type):
+        fix = _zone_fixer(arrow_type.item_type)
+        if fix:
+            return lambda v: None if v is None else {k: fix(x) for k, x in v.items()}
+    return None
+
+
+def arrow_schema_of(spark_schema) -> pa.Schema:
+    """The Arrow schema Spark uses for a DataFrame (zoned timestamps in UTC)."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    try:
+        return to_arrow_schema(spark_schema, timezone="UTC")
+    except TypeError:  # pyspark 4.0 has no timezone parameter and always uses UTC
+        return to_arrow_schema(spark_schema)
+
+
+def rows_to_record_batches(rows: Iterator, arrow_schema: pa.Schema, size: int = 10_000) -> Iterator[pa.RecordBatch]:
+    """Re-batch Spark Rows into Arrow (pyspark 4.0 has no Arrow stream writer)."""
+    fixers = {f.name: fix for f in arrow_schema if (fix := _zone_fixer(f.type))}
+    chunk = []
+    for row in rows:
+        values = row.asDict(recursive=True)
+        for name, fix in fixers.items():
+            values[name] = fix(values[name])
+        chunk.append(values)
+        if len(chunk) >= size:
+            yield pa.RecordBatch.from_pylist(chunk, schema=arrow_schema)
+            chunk = []
+    if chunk:
+        yield pa.RecordBatch.from_pylist(chunk, schema=arrow_schema)

@@ -1,0 +1,305 @@
+"""The MySQL column model every protocol encodes from.
+
+TiCDC messages describe columns by their MySQL (TiDB) type: a type byte, a
+flag word, a short name (``int unsigned``) and a full description
+(``int(10) unsigned``).  Spark only knows its own types, so this module holds
+the one place where a Spark field becomes a MySQL column: the defaults of the
+design's type table, the ``column-types`` grammar and the ``mysql_type`` field
+metadata that override them, and the key flags that TiCDC derives from the
+table's indexes.  It also holds the TSO helpers, since commit timestamps are
+TiDB's own kind of value.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from ..errors import ConfigError
+from .mysql_types import (DEFAULT_VARCHAR_LENGTH, FLAG_BINARY, FLAG_HANDLE_KEY, FLAG_MULTIPLE_KEY, FLAG_NULLABLE,
+                          FLAG_PRIMARY_KEY, FLAG_UNIQUE_KEY, FLAG_UNSIGNED, INTEGER_KINDS, STRING_KINDS, MySQLType,
+                          _with_defaults)
+from .type_grammar import TypeSyntaxError, parse_mysql_type, split_column_types
+
+
+def default_mysql_type(spark_type) -> MySQLType:
+    """The design's default MySQL type for a Spark ``DataType``."""
+    from pyspark.sql import types as T
+
+    if isinstance(spark_type, T.BooleanType):
+        return MySQLType("tinyint", length=1)
+    simple = {
+        T.ByteType: "tinyint",
+        T.ShortType: "smallint",
+        T.IntegerType: "int",
+        T.LongType: "bigint",
+        T.FloatType: "float",
+        T.DoubleType: "double",
+        T.DateType: "date",
+        T.TimestampType: "timestamp",
+        T.TimestampNTZType: "datetime",
+    }
+    for spark_class, kind in simple.items():
+        if isinstance(spark_type, spark_class):
+            return _with_defaults(MySQLType(kind))
+    if isinstance(spark_type, T.DecimalType):
+        return MySQLType("decimal", length=spark_type.precision, decimals=spark_type.scale)
+    if isinstance(spark_type, (T.StringType, T.VarcharType, T.CharType)):
+        return MySQLType("varchar", length=DEFAULT_VARCHAR_LENGTH)
+    if isinstance(spark_type, T.BinaryType):
+        return MySQLType("varchar", binary=True, length=DEFAULT_VARCHAR_LENGTH)
+    if isinstance(spark_type, (T.ArrayType, T.MapType, T.StructType)):
+        return MySQLType("json")
+    raise TypeError(f"Spark type {spark_type.simpleString()} has no MySQL equivalent")
+
+
+def _spark_family(spark_type) -> str:
+    from pyspark.sql import types as T
+
+    if isinstance(spark_type, T.BooleanType):
+        return "boolean"
+    if isinstance(spark_type, (T.ByteType, T.ShortType, T.IntegerType, T.LongType)):
+        return "integral"
+    if isinstance(spark_type, T.DecimalType):
+        return "integral" if spark_type.scale == 0 else "decimal"
+    if isinstance(spark_type, (T.FloatType, T.DoubleType)):
+        return "fractional"
+    if isinstance(spark_type, (T.StringType, T.VarcharType, T.CharType)):
+        return "string"
+    if isinstance(spark_type, T.BinaryType):
+        return "binary"
+    if isinstance(spark_type, T.DateType):
+        return "date"
+    if isinstance(spark_type, (T.TimestampType, T.TimestampNTZType)):
+        return "timestamp"
+    if isinstance(spark_type, (T.ArrayType, T.MapType, T.StructType)):
+        return "nested"
+    return "other"
+
+
+# Which Spark type families can carry values of each MySQL kind (DESIGN section 1).
+_ACCEPTS: dict[str, frozenset[str]] = {
+    **{k: frozenset({"integral", "boolean"}) for k in INTEGER_KINDS},
+    "year": frozenset({"integral"}),
+    "float": frozenset({"fractional", "integral", "decimal"}),
+    "double": frozenset({"fractional", "integral", "decimal"}),
+    "decimal": frozenset({"decimal", "integral"}),
+    "bit": frozenset({"integral", "boolean", "binary"}),
+    "enum": frozenset({"string", "integral"}),
+    "set": frozenset({"string", "integral"}),
+    "date": frozenset({"date"}),
+    "datetime": frozenset({"timestamp", "date"}),
+    "timestamp": frozenset({"timestamp", "date"}),
+    "time": frozenset({"string"}),
+    "json": frozenset({"string", "nested"}),
+    **{k: frozenset({"string", "binary"}) for k in STRING_KINDS},
+}
+
+
+@dataclass(frozen=True)
+class Column:
+    """A table column: its name, MySQL type, and the flags TiCDC derives."""
+
+    name: str
+    type: MySQLType
+    spark_type: object = field(compare=False, repr=False)
+    nullable: bool = True
+    primary_key: bool = False
+    unique_key: bool = False
+    multiple_key: bool = False
+    handle_key: bool = False
+
+    @property
+    def flag(self) -> int:
+        """TiCDC's column flag word (Open Protocol ``f``)."""
+        bits = 0
+        if self.type.has_binary_charset:
+            bits |= FLAG_BINARY
+        if self.handle_key:
+            bits |= FLAG_HANDLE_KEY
+        if self.primary_key:
+            bits |= FLAG_PRIMARY_KEY
+        if self.unique_key:
+            bits |= FLAG_UNIQUE_KEY
+        if self.multiple_key:
+            bits |= FLAG_MULTIPLE_KEY
+        if self.nullable:
+            bits |= FLAG_NULLABLE
+        # TiDB flags BIT and YEAR columns unsigned whatever their declaration says.
+        if self.type.unsigned or self.type.kind in ("bit", "year"):
+            bits |= FLAG_UNSIGNED
+        return bits
+
+
+@dataclass(frozen=True)
+class Index:
+    name: str
+    columns: tuple[str, ...]
+    primary: bool = False
+
+
+@dataclass(frozen=True)
+class TableSchema:
+    """The shape of the table a DataFrame carries: its columns in order and its keys."""
+
+    columns: tuple[Column, ...]
+    indexes: tuple[Index, ...] = ()
+    # True when neither a primary key nor a NOT NULL unique key exists, so every
+    # column forms the row key (DESIGN section 1).
+    keyless: bool = False
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.columns)
+
+    @property
+    def primary_key_names(self) -> list[str]:
+        return [c.name for c in self.columns if c.primary_key]
+
+    @property
+    def handle_columns(self) -> tuple[Column, ...]:
+        """The row key: TiCDC's handle columns, or every column of a keyless table."""
+        if self.keyless:
+            return self.columns
+        return tuple(c for c in self.columns if c.handle_key)
+
+    def column_named(self, name: str) -> Column:
+        for c in self.columns:
+            if c.name == name:
+                return c
+        raise KeyError(name)
+
+    def find_column(self, name: str) -> Column | None:
+        """Case-insensitive lookup, as TiDB resolves column names."""
+        lowered = name.lower()
+        return next((c for c in self.columns if c.name.lower() == lowered), None)
+
+    def find_index(self, name: str) -> Index | None:
+        lowered = name.lower()
+        return next((i for i in self.indexes if i.name.lower() == lowered), None)
+
+
+def _parse_key_list(option: str, text: str) -> list[tuple[str | None, list[str]]]:
+    """``"a,b"`` or ``"uk_email(email);a,b"`` -> [(name or None, [columns])]."""
+    keys = []
+    for part in text.split(";"):
+        part = part.strip()
+        if not part:
+            continue
+        named = re.fullmatch(r"(\w+)\s*\((.*)\)", part)
+        name, cols = (named.group(1), named.group(2)) if named else (None, part)
+        columns = [c.strip().strip("`") for c in cols.split(",") if c.strip()]
+        if not columns:
+            raise ConfigError(option, text, "each key lists one or more column names")
+        keys.append((name, columns))
+    return keys
+
+
+def build_table_schema(
+    spark_schema,
+    table_fields: list,
+    column_types: str | None,
+    primary_key: str | None,
+    unique_keys: str | None,
+) -> TableSchema:
+    """Build the column model from the DataFrame's table fields and the options.
+
+    ``table_fields`` are the ``StructField``s of the table columns, in order.
+    Types come from ``column-types``, then the field's ``mysql_type`` metadata,
+    then the Spark defaults. Keys follow TiCDC: every member of the primary key
+    gets PrimaryKey, of a unique key UniqueKey, multi-column keys MultipleKey;
+    the handle is the primary key, else the unique key with fewest columns whose
+    columns are all NOT NULL, else (no handle in TiDB terms) every column.
+    """
+    names = [f.name for f in table_fields]
+    by_lower = {n.lower(): n for n in names}
+
+    def resolve(option: str, text: str, col: str) -> str:
+        real = col if col in names else by_lower.get(col.lower())
+        if real is None:
+            raise ConfigError(option, text, f"column {col!r} is not a table column; columns are {names}")
+        return real
+
+    overrides: dict[str, MySQLType] = {}
+    if column_types:
+        try:
+            pairs = split_column_types(column_types)
+        except TypeSyntaxError as e:
+            raise ConfigError("column-types", column_types, str(e)) from None
+        for col, type_text in pairs:
+            real = resolve("column-types", column_types, col)
+            try:
+                overrides[real] = parse_mysql_type(type_text)
+            except TypeSyntaxError as e:
+                raise ConfigError("column-types", column_types, f"column {real!r}: {e}") from None
+
+    types: dict[str, MySQLType] = {}
+    for f in table_fields:
+        if f.name in overrides:
+            t = overrides[f.name]
+            source = "column-types"
+        elif f.metadata and "mysql_type" in f.metadata:
+            source = f"metadata 'mysql_type' of column {f.name!r}"
+            try:
+                t = parse_mysql_type(str(f.metadata["mysql_type"]))
+            except TypeSyntaxError as e:
+                raise ConfigError(source, f.metadata["mysql_type"], str(e)) from None
+        else:
+            try:
+                types[f.name] = default_mysql_type(f.dataType)
+            except TypeError as e:
+                raise ConfigError(
+                    "column-types", column_types or "", f"column {f.name!r}: {e}; declare its MySQL type"
+                ) from None
+            continue
+        family = _spark_family(f.dataType)
+        if family not in _ACCEPTS[t.kind]:
+            raise ConfigError(
+                source,
+                t.full_name,
+                f"column {f.name!r} is Spark {f.dataType.simpleString()}, which cannot carry "
+                f"MySQL {t.short_name.upper()} values (it takes Spark {', '.join(sorted(_ACCEPTS[t.kind]))})",
+            )
+        types[f.name] = t
+
+    nullable = {f.name: bool(f.nullable) for f in table_fields}
+    indexes: list[Index] = []
+    if primary_key:
+        keys = _parse_key_list("primary-key", primary_key)
+        if len(keys) != 1:
+            raise ConfigError("primary-key", primary_key, "a table has one primary key: write 'id' or 'a,b'")
+        cols = tuple(resolve("primary-key", primary_key, c) for c in keys[0][1])
+        indexes.append(Index("PRIMARY", cols, primary=True))
+        for c in cols:
+            nullable[c] = False  # primary key columns are NOT NULL in MySQL
+    if unique_keys:
+        for i, (name, cols) in enumerate(_parse_key_list("unique-keys", unique_keys), start=1):
+            cols = tuple(resolve("unique-keys", unique_keys, c) for c in cols)
+            indexes.append(Index(name or f"uk_{i}", cols))
+
+    primary = next((i for i in indexes if i.primary), None)
+    handle: Index | None = primary
+    if handle is None:
+        candidates = [i for i in indexes if all(not nullable[c] for c in i.columns)]
+        if candidates:
+            handle = min(candidates, key=lambda i: len(i.columns))  # ties: first declared
+    handle_names = set(handle.columns) if handle else set()
+
+    columns = []
+    for f in table_fields:
+        in_pk = bool(primary and f.name in primary.columns)
+        in_uk = any(f.name in i.columns for i in indexes if not i.primary)
+        multiple = any(f.name in i.columns and len(i.columns) > 1 for i in indexes)
+        columns.append(
+            Column(
+                name=f.name,
+                type=types[f.name],
+                spark_type=f.dataType,
+                nullable=nullable[f.name],
+                primary_key=in_pk,
+                unique_key=in_uk,
+                multiple_key=multiple,
+                handle_key=f.name in handle_names,
+            )
+        )
+    return TableSchema(tuple(columns), tuple(indexes), keyless=handle is None)
