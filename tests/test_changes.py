@@ -1,4 +1,4 @@
-"""The input contract (DESIGN section 1): metadata columns, conversions and the errors for bad rows."""
+"""The input contract (README.md, "The input contract"): metadata columns, conversions and the errors for bad rows."""
 
 from __future__ import annotations
 

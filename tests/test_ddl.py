@@ -1,6 +1,6 @@
 """Unit tests for ticdc_sink.ddl: statement -> TiDB action -> Canal DDL type.
 
-Canal types follow reference section 3 (TiCDC canal convertDdlEventType):
+Canal types follow TiCDC's canal ``convertDdlEventType``:
 CREATE (create table), RENAME (rename table/tables), CINDEX (add index/FK/PK),
 DINDEX (drop index/FK/PK), ALTER (column changes, rebase autoid, set default,
 comment, rename index, partition ops, charset, index visibility, multi-schema
@@ -15,7 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from ticdc_sink.codec import encoder_for
 from ticdc_sink.ddl import ACTION_CODES, DDLChange, classify
+from ticdc_sink.errors import ContractError
+from ticdc_sink.options import parse_options
 from ticdc_sink.codec.shared.ddl_types import CANAL_DDL_TYPES, canal_ddl_type
 from ticdc_sink.codec.simple.encoder import simple_ddl_type
 
@@ -369,3 +372,27 @@ def test_ddl_change_is_a_frozen_value():
     assert change == DDLChange("shop", "orders", "TRUNCATE TABLE orders", 123 << 18, "truncate table")
     with pytest.raises(Exception):
         change.query = "x"  # type: ignore[misc]
+
+
+# ---------------------------------------------------------------------------
+# The _ddl_type override, one check for every protocol
+
+
+@pytest.mark.parametrize("protocol, override, expected", [
+    ("canal-json", " create", "CREATE"), ("canal-json", "Create ", "CREATE"),
+    ("simple", " create", "CREATE"), ("debezium", " create", "CREATE"),
+    ("open-protocol", " create table", 3), ("open-protocol", " Shard RowID ", 16), ("open-protocol", " 3 ", 3),
+])
+def test_an_override_reads_the_same_whatever_its_space_and_case(protocol, override, expected):
+    """Canal-JSON once took `` create`` as unknown where Simple and Debezium took it as CREATE."""
+    config = parse_options({"kafka.bootstrap.servers": "h:1", "protocol": protocol, "topic": "t"})
+    ddl = DDLChange("d", "t", "ALTER TABLE t COMMENT 'x'", 1, "modify table comment", override)
+    assert encoder_for(config, None).ddl_type(ddl) == expected
+
+
+@pytest.mark.parametrize("protocol", ["canal-json", "simple", "debezium", "open-protocol"])
+def test_an_override_no_protocol_type_names_fails_the_row(protocol):
+    config = parse_options({"kafka.bootstrap.servers": "h:1", "protocol": protocol, "topic": "t"})
+    ddl = DDLChange("d", "t", "ALTER TABLE t COMMENT 'x'", 1, "modify table comment", "create tablex")
+    with pytest.raises(ContractError, match="'_ddl_type': value 'create tablex'"):
+        encoder_for(config, None).check_ddl(ddl)

@@ -1,4 +1,4 @@
-"""Delivery guarantees (DESIGN section 4) under faults, against a real broker.
+"""Delivery guarantees (README.md, "Delivery") under faults, against a real broker.
 
 ``exactly-once``: each task writes in a Kafka transaction with a transactional.id
 stable for (query, Spark partition) and records its batch in the same

@@ -1,7 +1,7 @@
 """Unit tests for ticdc_sink.mysql_types: the MySQL type grammar, the Spark
 defaults, and the column model (flags, keys, handle) that every protocol uses.
 
-Expected values come from DESIGN.md section 1 and
+Expected values come from README.md, "Column types", and
 reference/TICDC-ENCODING-FACTS.md section 0 ("MySQL type strings", "Column
 flag bits") and section 3 (Canal mysqlType), and where those are silent from
 TiDB's own source (cited next to the test).
@@ -40,7 +40,7 @@ def test_type_bytes_are_mysql_protocol_values():
 
 
 def test_flag_bits_match_ticdc_column_flag_type():
-    # reference section 0: 1 Binary | 2 HandleKey | 4 Generated | 8 PrimaryKey |
+    # TiCDC's ColumnFlagType: 1 Binary | 2 HandleKey | 4 Generated | 8 PrimaryKey |
     # 16 UniqueKey | 32 MultipleKey | 64 Nullable | 128 Unsigned
     assert FLAG_BINARY == 1
     assert FLAG_HANDLE_KEY == 2
@@ -217,7 +217,7 @@ def test_bool_is_signed_tinyint_1(text):
 
 
 def test_bit_and_year_never_show_unsigned():
-    # Canal's mysqlType: bit/year never get "unsigned" (reference section 3)
+    # Canal's mysqlType: bit/year never get "unsigned" (TiCDC's canal encoder)
     for text in ("BIT", "BIT(8)", "YEAR"):
         t = parse_mysql_type(text)
         assert "unsigned" not in t.short_name
@@ -338,7 +338,7 @@ def test_binary_charset_and_the_binary_property():
 
 
 def test_has_binary_charset():
-    # TiDB gives every non-string type the binary charset (reference section 0, rule 1)
+    # TiDB gives every non-string type the binary charset (TiCDC's mounter)
     for text in ("INT", "BIGINT UNSIGNED", "FLOAT", "DOUBLE", "DECIMAL(5,2)", "BIT(3)", "DATE",
                  "DATETIME", "TIMESTAMP", "TIME", "YEAR", "JSON", "BINARY(2)", "VARBINARY(2)", "BLOB",
                  "LONGBLOB"):
@@ -558,7 +558,7 @@ def test_split_doubled_back_quote_in_name():
 
 
 # ---------------------------------------------------------------------------
-# default_mysql_type: DESIGN section 1 table
+# default_mysql_type: README.md, "Column types"
 
 
 @pytest.mark.parametrize(
@@ -623,7 +623,7 @@ def flags(table):
 
 
 def test_reference_worked_check_varchar_pk():
-    # reference section 0: `a varchar(10) primary key` -> f=10, `b varchar(10)` -> f=64
+    # TiCDC's Open Protocol test: `a varchar(10) primary key` -> f=10, `b varchar(10)` -> f=64
     t = schema([F("a", T.StringType()), F("b", T.StringType())], "a VARCHAR(10), b VARCHAR(10)", "a")
     assert flags(t) == {"a": 10, "b": 64}
     assert t.column_named("a").type.full_name == "varchar(10)"
@@ -710,7 +710,7 @@ def test_column_order_and_spark_type_are_kept():
     assert [c.spark_type for c in t.columns] == [T.IntegerType(), T.StringType(), T.DateType()]
 
 
-# Spark types that carry each declared MySQL type (DESIGN section 1, second table)
+# Spark types that carry each declared MySQL type (README.md, "Column types")
 @pytest.mark.parametrize(
     "spark,mysql",
     [

@@ -15,9 +15,9 @@ from typing import Iterator
 from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, DataSourceStreamWriter
 
 from .codec import check_services
-from .options import SPARK_OWN_OPTIONS, parse_options
 from .errors import ConfigError, TiCDCSinkError
 from .kafka.producer import check_brokers
+from .options import SPARK_OWN_OPTIONS, parse_options
 from .sink.driver import abort_batch, commit_batch
 from .sink.report import TaskReport
 from .sink.spark_rows import arrow_schema_of, rows_to_record_batches

@@ -63,14 +63,10 @@ ACTION_CODES = {
     "remove partitioning": 72,
 }
 
-
 # Actions on a database, not a table: their events carry an empty table name.
 SCHEMA_LEVEL_ACTIONS = frozenset({"create schema", "drop schema", "modify schema charset and collate"})
 
-
 _W = r"\s+"
-
-
 # Statement-level patterns, tried in order; the first match names the action.
 _STATEMENTS = [
     (r"create" + _W + r"(database|schema)\b", "create schema"),
@@ -92,8 +88,6 @@ _STATEMENTS = [
     (r"unlock" + _W + r"tables?\b", "unlock table"),
     (r"admin" + _W + r"repair" + _W + r"table\b", "repair table"),
 ]
-
-
 # ALTER TABLE clauses, tried in order.
 _ALTER_CLAUSES = [
     (r"add" + _W + r"(constraint" + _W + r"(\S+" + _W + r")?)?primary" + _W + r"key\b", "add primary key"),
@@ -126,18 +120,10 @@ _ALTER_CLAUSES = [
     (r"((default" + _W + r")?(character" + _W + r"set|charset|collate)|convert" + _W + r"to)\b",
      "modify table charset and collate"),
 ]
-
-
 # A name, maybe quoted, and a name maybe qualified by its database.
 _NAME = r"(`(?:[^`]|``)+`|[^\s`.,;()]+)"
-
-
 _QUALIFIED = _NAME + r"(?:\s*\.\s*" + _NAME + r")?"
-
-
 _ALTER_TABLE = re.compile(r"alter" + _W + r"(ignore" + _W + r")?table" + _W + _QUALIFIED + r"\s*", re.I | re.S)
-
-
 _RENAME_TABLE = re.compile(r"rename" + _W + r"tables?\b(.*)", re.I | re.S)
 
 
@@ -155,8 +141,6 @@ class DDLChange:
 
 _COMMENT = re.compile(r"""('(?:[^'\\]|\\.|'')*'|"(?:[^"\\]|\\.)*"|`[^`]*`)|/\*(?!!|\+).*?\*/|(?:--\s|#)[^\n]*""",
                       re.S)
-
-
 # ALTER TABLE options that change nothing TiCDC reports.
 _NO_ACTION_CLAUSE = re.compile(r"(algorithm|lock)\s*=|force\b|(with|without)\s+validation\b", re.I)
 
@@ -209,25 +193,13 @@ def _classify_alter_clause(clause: str) -> str | None:
 
 
 _RENAME_PAIR = re.compile(r"\s*" + _QUALIFIED + _W + r"to" + _W + _QUALIFIED + r"\s*$", re.I | re.S)
-
-
 _ALTER_RENAME = re.compile(r"rename" + _W + r"((to|as)" + _W + r")?" + _QUALIFIED + r"\s*$", re.I | re.S)
-
-
 _EXCHANGE_WITH = re.compile(r"with" + _W + r"table" + _W + _QUALIFIED, re.I | re.S)
-
-
 _COLUMN_DEFINITION = re.compile(_NAME + r"\s+(\w+)\s*(?:\(\s*(\d+)\s*\))?", re.S)
-
-
 _NOT_A_COLUMN = re.compile(r"(constraint|primary|unique|key|index|fulltext|spatial|foreign|check)\b", re.I)
-
-
 _CREATE_TABLE_COLUMNS = re.compile(r"create" + _W + r"((global|local)" + _W + r")?(temporary" + _W + r")?table"
                                    + _W + r"(if" + _W + r"not" + _W + r"exists" + _W + r")?" + _QUALIFIED + r"\s*\(",
                                    re.I | re.S)
-
-
 _DEFINING_CLAUSE = re.compile(r"(add|modify|change)(" + _W + r"column)?(" + _W + r"if" + _W + r"(not" + _W
                               + r")?exists)?\s+(?P<body>.*)$", re.I | re.S)
 

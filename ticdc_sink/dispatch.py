@@ -1,6 +1,6 @@
 """Topic expressions and partition dispatchers, computed for a whole batch at once.
 
-Both follow TiCDC (reference section 1): a topic is the expression with
+Both follow TiCDC (``downstreamadapter/sink/eventrouter/`` at pingcap/ticdc@b813e76f): a topic is the expression with
 ``{schema}``/``{table}`` substituted after replacing characters Kafka forbids
 by ``_``; a partition is TiCDC's PositionInertia hash (the XOR of CRC32-IEEE
 checksums of ``schema+table`` and of each ``column name + value text``) modulo

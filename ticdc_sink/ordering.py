@@ -17,9 +17,10 @@ import pyarrow as pa
 from .changes.canonical import canonical_values
 from .changes.contract import InputLayout, commit_tso
 from .config import SinkConfig
-from .options import parse_options
 from .dispatch import PartitionDispatcher
 from .errors import ConfigError
+from .options import parse_options
+
 
 def order_changes(df, options: Mapping[str, str]):
     """``df`` repartitioned so that each Kafka partition is written by one task, in commit-ts order.

@@ -1,14 +1,4 @@
-"""The MySQL column model every protocol encodes from.
-
-TiCDC messages describe columns by their MySQL (TiDB) type: a type byte, a
-flag word, a short name (``int unsigned``) and a full description
-(``int(10) unsigned``).  Spark only knows its own types, so this module holds
-the one place where a Spark field becomes a MySQL column: the defaults of the
-design's type table, the ``column-types`` grammar and the ``mysql_type`` field
-metadata that override them, and the key flags that TiCDC derives from the
-table's indexes.  It also holds the TSO helpers, since commit timestamps are
-TiDB's own kind of value.
-"""
+"""TiDB's timestamps (TSO): physical milliseconds above 18 logical bits."""
 
 from __future__ import annotations
 

@@ -1,13 +1,10 @@
-"""The input contract (DESIGN section 1): Arrow record batches -> validated ``ChangeBatch``es.
+"""Canonical column values: one Arrow form per MySQL type, the values TiDB itself would hold.
 
-The driver checks the DataFrame's schema once and fixes an ``InputLayout``;
-each task then turns Arrow record batches into ``ChangeBatch``es: operations,
-commit timestamps, target tables and the table columns converted to one
-canonical Arrow form per MySQL type (the values TiDB itself would hold: ENUM
-as its index, SET as its bitmask, BIT and BIGINT UNSIGNED as uint64, TIME as
-microseconds, JSON as TiDB's text).  Codecs and dispatchers only ever see
-canonical values, so every conversion and every contract check lives here,
-and every failure names the column, the value and the row's key.
+ENUM as its index, SET as its bitmask, BIT and BIGINT UNSIGNED as uint64,
+DECIMAL at the column's scale, DATETIME as wall-clock time and TIMESTAMP as an
+instant (``time-zone`` between them), TIME as microseconds, CHAR without its
+trailing spaces, BINARY padded, JSON as TiDB's text (``tidb_json.py``).  A value
+the type cannot hold fails naming the column, the value and the row.
 """
 
 from __future__ import annotations
@@ -287,8 +284,6 @@ def _round_fsp(values: pa.Array, fsp: int) -> pa.Array:
 
 
 _TIME = r"^\s*(?P<sign>-?)(?P<h>\d{1,3}):(?P<m>\d{1,2}):(?P<s>\d{1,2})(?:\.(?P<f>\d{0,6}))?\s*$"
-
-
 _MAX_TIME_US = (838 * 3600 + 59 * 60 + 59) * 1_000_000
 
 

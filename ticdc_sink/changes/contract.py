@@ -1,13 +1,11 @@
-"""The input contract (DESIGN section 1): Arrow record batches -> validated ``ChangeBatch``es.
+"""The input contract (README.md, "The input contract"): Arrow record batches -> validated ``ChangeBatch``es.
 
 The driver checks the DataFrame's schema once and fixes an ``InputLayout``;
 each task then turns Arrow record batches into ``ChangeBatch``es: operations,
-commit timestamps, target tables and the table columns converted to one
-canonical Arrow form per MySQL type (the values TiDB itself would hold: ENUM
-as its index, SET as its bitmask, BIT and BIGINT UNSIGNED as uint64, TIME as
-microseconds, JSON as TiDB's text).  Codecs and dispatchers only ever see
-canonical values, so every conversion and every contract check lives here,
-and every failure names the column, the value and the row's key.
+commit timestamps, target tables, the rows sorted by commit ts, and the table
+columns (and the old row) in canonical form (``canonical.py``).  Codecs and
+dispatchers only ever see canonical values; every contract check lives here or
+there, and every failure names the column, the value and the row's key.
 """
 
 from __future__ import annotations
@@ -175,8 +173,6 @@ def commit_tso(values: pa.Array, is_timestamp: bool) -> np.ndarray:
 
 
 _OP_SPELLINGS = ["INSERT", "I", "C", "UPDATE", "U", "DELETE", "D", "DDL"]
-
-
 _OP_CODES = np.array([OP_INSERT] * 3 + [OP_UPDATE] * 2 + [OP_DELETE] * 2 + [OP_DDL], dtype=np.int8)
 
 

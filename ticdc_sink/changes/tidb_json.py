@@ -79,23 +79,11 @@ def tidb_json_column(documents: pa.Array) -> pa.Array:
 # in strictly ascending byte order (TiDB sorts them; a key twice is one key).  Any other document is
 # parsed and printed.
 _STRING = r'"[^"\\\x00-\x1f\x{2028}\x{2029}]*"'
-
-
 _INTEGER = "(?:0|-?[1-9][0-9]{0,17})"
-
-
 _SCALAR = f"(?:{_STRING}|{_INTEGER}|true|false|null)"
-
-
 _ARRAY = rf"\[(?:{_SCALAR}(?:, {_SCALAR})*)?\]"
-
-
 _MEMBER_VALUE = f"(?:{_SCALAR}|{_ARRAY})"
-
-
 _MEMBER = f"{_STRING}: {_MEMBER_VALUE}"
-
-
 _PLAIN_DOCUMENT = rf"^(?:{_MEMBER_VALUE}|\{{(?:{_MEMBER}(?:, {_MEMBER})*)?\}})$"
 
 
@@ -227,8 +215,6 @@ class _FastPathCheck:
 
 
 _DIGITS = str.maketrans("0123456789", "1111111111")
-
-
 _DIGIT_RUN = "1" * 19
 
 
@@ -266,8 +252,6 @@ _TIDB_JSON_ESCAPES = str.maketrans(
     {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t", "\u2028": "\\u2028",
      "\u2029": "\\u2029", **{chr(c): f"\\u{c:04x}" for c in range(0x20) if chr(c) not in "\n\r\t"}}
 )
-
-
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 

@@ -1,12 +1,4 @@
-"""See the sink work (demo), read a topic it wrote (tail), run a local Kafka broker (broker).
-
-demo streams a synthetic change feed (inserts, updates with old values,
-deletes and a DDL, in a few micro-batches) through Spark into Kafka (the
-embedded broker unless --bootstrap-servers is given), reads the topic back and
-prints one raw message and then every message decoded.  tail prints the
-decoded events of any topic.  broker runs the embedded broker until it is
-interrupted, for demo, tail and your own Spark jobs.
-"""
+"""``demo``: a synthetic change feed streamed through Spark into Kafka, read back and explained."""
 
 from __future__ import annotations
 
@@ -31,8 +23,6 @@ from .output import CommandError, say
 from .tail import enum_set_types, print_events, protocol_decoder
 
 DEMO_DATABASE, DEMO_TABLE = "shop", "orders"
-
-
 DEMO_COLUMN_TYPES = "status ENUM('new','paid','shipped')"
 
 

@@ -1,21 +1,10 @@
-"""Kafka output through librdkafka: the producer's lifecycle, topics and delivery checks.
-
-The producer is always idempotent with ``acks=all``, so librdkafka's retries
-never duplicate or reorder a partition's messages.  Every delivery report is
-checked: ``flush()`` returns only when the broker acknowledged every message
-produced so far, and raises otherwise, so a task never reports rows that are
-not in Kafka.  A broker that cannot be reached fails within
-``broker-timeout-ms`` (the metadata wait and librdkafka's ``message.timeout.ms``).
-"""
+"""librdkafka's log lines and client errors: one line per distinct problem, kept for the error a task raises."""
 
 from __future__ import annotations
 
 import logging
 import re
 import time
-
-log = logging.getLogger(__name__)
-
 
 # librdkafka logs a failing connection again on every retry; one line per problem is enough.
 _REPEAT_AFTER_SECONDS = 300
@@ -43,9 +32,10 @@ class _OncePerProblem(logging.Filter):
 
 # librdkafka's own log lines (connection failures, retries) go to Python logging, not stderr.
 LIBRDKAFKA_LOG = logging.getLogger("ticdc_sink.librdkafka")
+LIBRDKAFKA_LOG.addFilter(_OncePerProblem())
 
 
-class _ProducerLog:
+class ProducerLog:
     """One producer's librdkafka log lines, passed on to ``LIBRDKAFKA_LOG``, keeping its fatal error's line.
 
     confluent-kafka raises a fatal error from the poll or flush that served it, but delivery reports served

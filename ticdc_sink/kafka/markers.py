@@ -1,16 +1,13 @@
-"""Kafka output through librdkafka: the producer's lifecycle, topics and delivery checks.
+"""What the sink records of a query's batches: consumer groups' committed offsets on the marker topic.
 
-The producer is always idempotent with ``acks=all``, so librdkafka's retries
-never duplicate or reorder a partition's messages.  Every delivery report is
-checked: ``flush()`` returns only when the broker acknowledged every message
-produced so far, and raises otherwise, so a task never reports rows that are
-not in Kafka.  A broker that cannot be reached fails within
-``broker-timeout-ms`` (the metadata wait and librdkafka's ``message.timeout.ms``).
+A group of the sink does not consume; the offsets it commits on the marker
+topic's partitions are numbers the sink keeps (a batch id, a watermark, input
+rows, Simple's bootstrap state), in Kafka beside the data, committed in the
+same transaction as the batch where it is exactly-once.
 """
 
 from __future__ import annotations
 
-import logging
 import time
 from dataclasses import dataclass
 
@@ -19,8 +16,6 @@ from confluent_kafka import KafkaError, KafkaException
 from ..config import SinkConfig
 from ..errors import ConfigError, DeliveryError
 from .producer import KafkaOutput
-
-log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -40,12 +35,10 @@ class Marker:
 
 
 _MARKER_BATCH, _MARKER_WATERMARK, _MARKER_INPUT_ROWS = 0, 1, 2
-
-
 _MARKER_PARTITIONS = 3
 
 
-def _marker_partitions(output: "KafkaOutput") -> None:
+def ensure_marker_topic(output: "KafkaOutput") -> None:
     """Make sure the marker topic exists with its partitions (growing one made by an older version)."""
     topic = output.config.marker_topic
     count = output.partition_count(topic, partitions_if_created=_MARKER_PARTITIONS)
@@ -59,7 +52,8 @@ def _marker_partitions(output: "KafkaOutput") -> None:
                                                  "name a new marker-topic and the sink creates it") from None
 
 
-def _marker_consumer(output: "KafkaOutput", group: str):
+def marker_consumer(output: "KafkaOutput", group: str):
+    """A consumer of ``group``, whose committed offsets on the marker topic are its marker."""
     from confluent_kafka import Consumer
 
     return Consumer({**output.client_settings,
@@ -115,6 +109,17 @@ def _topic_partitions(config: SinkConfig, offsets: dict[int, int]) -> list:
     return [TopicPartition(config.marker_topic, partition, offset) for partition, offset in offsets.items()]
 
 
+def committed_marker(output: "KafkaOutput", consumer, group: str) -> Marker:
+    """The marker ``group`` committed, read through its ``consumer``."""
+    return _marker(_committed(output, consumer, group))
+
+
+def marker_positions(config: SinkConfig, batch_id: int, watermark: int | None = None,
+                     input_rows: int | None = None) -> list:
+    """The marker-topic offsets that record ``batch_id`` (and the watermark or the input rows)."""
+    return _topic_partitions(config, _marker_offsets(batch_id, watermark, input_rows))
+
+
 def read_marker(output: "KafkaOutput", group: str) -> Marker:
     """The marker of ``group`` (no transaction involved)."""
     return _marker(read_group_offsets(output, group))
@@ -123,8 +128,8 @@ def read_marker(output: "KafkaOutput", group: str) -> Marker:
 def read_group_offsets(output: "KafkaOutput", group: str) -> list[int | None]:
     """What ``group`` committed on each partition of the marker topic (None: nothing), outside transactions:
     the sink's other records of a query (Simple's bootstrap state)."""
-    _marker_partitions(output)
-    consumer = _marker_consumer(output, group)
+    ensure_marker_topic(output)
+    consumer = marker_consumer(output, group)
     try:
         return _committed(output, consumer, group)
     finally:
@@ -133,7 +138,7 @@ def read_group_offsets(output: "KafkaOutput", group: str) -> list[int | None]:
 
 def commit_group_offsets(output: "KafkaOutput", group: str, offsets: dict[int, int]) -> None:
     """Record ``offsets`` (marker-topic partition -> offset) for ``group`` without a transaction."""
-    consumer = _marker_consumer(output, group)
+    consumer = marker_consumer(output, group)
     try:
         consumer.commit(offsets=_topic_partitions(output.config, offsets), asynchronous=False)
     except KafkaException as e:

@@ -16,8 +16,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 BROADCAST = -1  # the partition of a message that goes to every partition of its topic
-
-
 # TiCDC's per-message overhead in its size check (common/message.go MaxRecordOverhead).
 MESSAGE_OVERHEAD = 36
 

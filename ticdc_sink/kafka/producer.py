@@ -6,6 +6,8 @@ checked: ``flush()`` returns only when the broker acknowledged every message
 produced so far, and raises otherwise, so a task never reports rows that are
 not in Kafka.  A broker that cannot be reached fails within
 ``broker-timeout-ms`` (the metadata wait and librdkafka's ``message.timeout.ms``).
+Transactions are ``transactions.py``; what the sink records of its batches,
+``markers.py``.
 """
 
 from __future__ import annotations
@@ -20,12 +22,10 @@ from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 from ..config import SinkConfig
 from ..errors import ConfigError, DeliveryError, TiCDCSinkError
-from .client_log import LIBRDKAFKA_LOG, ClientErrors, _OncePerProblem, _ProducerLog
+from .client_log import LIBRDKAFKA_LOG, ClientErrors, ProducerLog
 from .messages import Messages
 
 log = logging.getLogger(__name__)
-
-
 _POLL_EVERY = 1000
 
 
@@ -38,8 +38,6 @@ _FENCED_TEXT = KafkaError(KafkaError._FENCED).str()
 # What librdkafka and the broker say when a newer producer took over a transactional.id.
 FENCED_ERRORS = (KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH)
 
-
-LIBRDKAFKA_LOG.addFilter(_OncePerProblem())
 
 
 def producer_settings(config: SinkConfig) -> dict[str, object]:
@@ -119,7 +117,7 @@ class KafkaOutput:
     def __init__(self, config: SinkConfig, extra_settings: dict[str, object] | None = None):
         self.config = config
         self._settings = {**producer_settings(config), **(extra_settings or {})}
-        self._log = _ProducerLog()
+        self._log = ProducerLog()
         self._client_errors = ClientErrors()
         self._producer = Producer({**self._settings, "error_cb": self._client_errors, "logger": self._log})
         self._partition_counts: dict[str, int] = {}
@@ -239,7 +237,7 @@ class KafkaOutput:
 
     def _serve(self, timeout: float, flush: bool = False) -> None:
         """Serve delivery reports (``poll``, or ``flush`` for at most ``timeout``); a fatal client error raises
-        as one DeliveryError (see ``_ProducerLog`` for why its exception is not trusted)."""
+        as one DeliveryError (see ``ProducerLog`` for why its exception is not trusted)."""
         try:
             if flush:
                 self._producer.flush(timeout)

@@ -1,24 +1,13 @@
-"""Kafka output through librdkafka: the producer's lifecycle, topics and delivery checks.
-
-The producer is always idempotent with ``acks=all``, so librdkafka's retries
-never duplicate or reorder a partition's messages.  Every delivery report is
-checked: ``flush()`` returns only when the broker acknowledged every message
-produced so far, and raises otherwise, so a task never reports rows that are
-not in Kafka.  A broker that cannot be reached fails within
-``broker-timeout-ms`` (the metadata wait and librdkafka's ``message.timeout.ms``).
-"""
+"""Reading a topic from its beginning without a consumer group: for ``tail``, the demo and the tests."""
 
 from __future__ import annotations
 
-import logging
 import time
 from typing import Iterator
 
 from confluent_kafka import KafkaError
 
 from ..errors import DeliveryError
-
-log = logging.getLogger(__name__)
 
 
 def iter_messages(bootstrap_servers: str, topic: str, idle_seconds: float = 5.0,

@@ -1,11 +1,8 @@
-"""Kafka output through librdkafka: the producer's lifecycle, topics and delivery checks.
+"""A producer whose messages become visible all at once, with a record of what it committed (exactly-once).
 
-The producer is always idempotent with ``acks=all``, so librdkafka's retries
-never duplicate or reorder a partition's messages.  Every delivery report is
-checked: ``flush()`` returns only when the broker acknowledged every message
-produced so far, and raises otherwise, so a task never reports rows that are
-not in Kafka.  A broker that cannot be reached fails within
-``broker-timeout-ms`` (the metadata wait and librdkafka's ``message.timeout.ms``).
+Each task and each driver commit is one Kafka transaction whose
+``transactional.id`` survives restarts, so that a new attempt fences the old
+one; the transaction also commits the marker of its batch (``markers.py``).
 """
 
 from __future__ import annotations
@@ -17,8 +14,7 @@ from confluent_kafka import KafkaException
 
 from ..config import SinkConfig
 from ..errors import DeliveryError, TaskTimeoutError
-from .markers import (Marker, _committed, _marker, _marker_consumer, _marker_offsets, _marker_partitions,
-                      _topic_partitions)
+from .markers import Marker, committed_marker, ensure_marker_topic, marker_consumer, marker_positions
 from .producer import FENCED_ERRORS, KafkaOutput
 
 log = logging.getLogger(__name__)
@@ -49,11 +45,11 @@ class TransactionalOutput(KafkaOutput):
 
     def start(self) -> Marker:
         """Fence earlier attempts; return what the marker group recorded."""
-        _marker_partitions(self)
+        ensure_marker_topic(self)
         self._transaction_call("init_transactions", self._producer.init_transactions, self._timeout)
-        consumer = _marker_consumer(self, self.marker_group)
+        consumer = marker_consumer(self, self.marker_group)
         try:
-            marker = _marker(_committed(self, consumer, self.marker_group))
+            marker = committed_marker(self, consumer, self.marker_group)
             self._group_metadata = consumer.consumer_group_metadata()
         finally:
             consumer.close()
@@ -83,7 +79,7 @@ class TransactionalOutput(KafkaOutput):
         self.flush()
         self.check_deadline()
         self._transaction_call("send_offsets_to_transaction", self._producer.send_offsets_to_transaction,
-                               _topic_partitions(self.config, _marker_offsets(batch_id, watermark, input_rows)),
+                               marker_positions(self.config, batch_id, watermark, input_rows),
                                self._group_metadata, self._timeout)
         self._transaction_call("commit_transaction", self._producer.commit_transaction, self._timeout)
         self._open = False

@@ -35,8 +35,6 @@ from ..kafka.messages import Messages
 from ..kafka.producer import KafkaOutput
 
 Table = tuple[str, str]  # (database, table)
-
-
 _VERSION, _SENT_MS, _ROWS_SINCE = 0, 1, 2  # marker-topic partitions of a table's bootstrap group
 
 

@@ -16,8 +16,6 @@ from dataclasses import dataclass, field
 # partition of every row, the codec (and the size check), and handing messages to librdkafka and serving its
 # delivery reports.
 STAGES = ("receive", "input", "dispatch", "encode", "produce")
-
-
 LIBRDKAFKA = "librdkafka"  # the CPU of the process's other threads: librdkafka's, which compress and send
 
 

@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING
 from ..changes.contract import InputLayout
 from ..codec import SendsTableSchemas, encoder_for
 from ..config import SinkConfig
-from ..options import parse_options
 from ..ddl import DDLChange, classify
 from ..dispatch import TopicRouter
 from ..kafka.markers import read_marker, write_marker
 from ..kafka.producer import KafkaOutput
 from ..kafka.transactions import TransactionalOutput
+from ..options import parse_options
 from ..tso import now_tso
 from .bootstrap import Table, driver_bootstraps
 from .costs import StageCosts

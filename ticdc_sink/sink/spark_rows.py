@@ -1,21 +1,11 @@
-"""The write pipeline shared by batch and streaming writes, on executors and on the driver.
-
-A task: Arrow record batches -> ChangeBatch -> topic and partition per row ->
-encoder -> producer -> every delivery acknowledged -> a ``TaskReport`` to the
-driver.  The driver, once every task succeeded, emits the DDL rows of the
-batch and then the watermark events (the batch's max commit ts, never
-decreasing) to every partition of every topic the batch touched.
-"""
+"""Spark Rows as Arrow record batches, for the writers of pyspark versions without an Arrow stream writer."""
 
 from __future__ import annotations
 
 import datetime
-import logging
 from typing import Iterator
 
 import pyarrow as pa
-
-log = logging.getLogger(__name__)
 
 
 def _zone_fixer(arrow_type: pa.DataType):

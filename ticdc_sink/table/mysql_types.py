@@ -1,13 +1,9 @@
-"""The MySQL column model every protocol encodes from.
+"""MySQL (TiDB) column types as TiCDC's messages describe them: type codes, flags, names and widths.
 
-TiCDC messages describe columns by their MySQL (TiDB) type: a type byte, a
-flag word, a short name (``int unsigned``) and a full description
-(``int(10) unsigned``).  Spark only knows its own types, so this module holds
-the one place where a Spark field becomes a MySQL column: the defaults of the
-design's type table, the ``column-types`` grammar and the ``mysql_type`` field
-metadata that override them, and the key flags that TiCDC derives from the
-table's indexes.  It also holds the TSO helpers, since commit timestamps are
-TiDB's own kind of value.
+TiCDC messages describe columns by their MySQL type: a type byte, a flag word,
+a short name (``int unsigned``) and a full description (``int(10) unsigned``).
+``MySQLType`` holds one type as TiDB's ``FieldType`` would; the text users write
+is parsed by ``type_grammar.py``, and a table's columns are ``schema.py``.
 """
 
 from __future__ import annotations
@@ -15,93 +11,36 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 TYPE_TINY = 1
-
-
 TYPE_SHORT = 2
-
-
 TYPE_LONG = 3
-
-
 TYPE_FLOAT = 4
-
-
 TYPE_DOUBLE = 5
-
-
 TYPE_TIMESTAMP = 7
-
-
 TYPE_LONGLONG = 8
-
-
 TYPE_INT24 = 9
-
-
 TYPE_DATE = 10
-
-
 TYPE_DURATION = 11
-
-
 TYPE_DATETIME = 12
-
-
 TYPE_YEAR = 13
-
-
 TYPE_VARCHAR = 15
-
-
 TYPE_BIT = 16
-
-
 TYPE_JSON = 245
-
-
 TYPE_NEWDECIMAL = 246
-
-
 TYPE_ENUM = 247
-
-
 TYPE_SET = 248
-
-
 TYPE_TINY_BLOB = 249
-
-
 TYPE_MEDIUM_BLOB = 250
-
-
 TYPE_LONG_BLOB = 251
-
-
 TYPE_BLOB = 252
-
-
 TYPE_STRING = 254
-
 
 # Column flag bits (TiCDC's ColumnFlagType, Open Protocol ``f``).
 FLAG_BINARY = 1
-
-
 FLAG_HANDLE_KEY = 2
-
-
 FLAG_PRIMARY_KEY = 8
-
-
 FLAG_UNIQUE_KEY = 16
-
-
 FLAG_MULTIPLE_KEY = 32
-
-
 FLAG_NULLABLE = 64
-
-
 FLAG_UNSIGNED = 128
 
 
@@ -143,16 +82,12 @@ _KINDS: dict[str, _Kind] = {
 }
 
 
+KIND_NAMES = frozenset(_KINDS)  # the base types the column model knows
 INTEGER_KINDS = frozenset({"tinyint", "smallint", "mediumint", "int", "bigint"})
-
-
 STRING_KINDS = frozenset({"char", "varchar", "tinytext", "text", "mediumtext", "longtext"})
-
 
 # Spark's strings and binaries have no length; these are the widths we declare.
 DEFAULT_VARCHAR_LENGTH = 255
-
-
 # TiDB's default charset and collation: the sink's input does not carry a table's, so its text columns have these.
 TABLE_CHARSET, TABLE_COLLATION = "utf8mb4", "utf8mb4_bin"
 
@@ -256,8 +191,6 @@ class MySQLType:
 
 
 _FRACTIONAL_KINDS = frozenset({"datetime", "timestamp", "time"})
-
-
 # TiDB's Flen of the kinds the column model keeps no width for (or only when given, as float(M,D)); the
 # fractional kinds' is without fsp.
 _DEFAULT_FLEN = {"float": 12, "double": 22, "date": 10, "datetime": 19, "timestamp": 19, "time": 10,
@@ -270,7 +203,7 @@ def default_width(kind: str) -> int | None:
     return _KINDS[kind].default_width
 
 
-def _with_defaults(t: MySQLType) -> MySQLType:
+def with_defaults(t: MySQLType) -> MySQLType:
     kind = _KINDS[t.kind]
     if t.length is None and kind.default_width is not None:
         width = kind.unsigned_width if t.unsigned and kind.unsigned_width else kind.default_width

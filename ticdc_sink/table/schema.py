@@ -1,13 +1,10 @@
-"""The MySQL column model every protocol encodes from.
+"""The column model every protocol encodes from: a DataFrame's table columns as MySQL columns, with their keys.
 
-TiCDC messages describe columns by their MySQL (TiDB) type: a type byte, a
-flag word, a short name (``int unsigned``) and a full description
-(``int(10) unsigned``).  Spark only knows its own types, so this module holds
-the one place where a Spark field becomes a MySQL column: the defaults of the
-design's type table, the ``column-types`` grammar and the ``mysql_type`` field
-metadata that override them, and the key flags that TiCDC derives from the
-table's indexes.  It also holds the TSO helpers, since commit timestamps are
-TiDB's own kind of value.
+Spark only knows its own types, so this is the one place where a Spark field
+becomes a MySQL column: the Spark types' default MySQL types (README.md,
+"Column types"), the ``column-types`` option and the ``mysql_type`` metadata
+that override them, and the key flags that TiCDC derives from the table's
+indexes.
 """
 
 from __future__ import annotations
@@ -18,7 +15,7 @@ from dataclasses import dataclass, field
 from ..errors import ConfigError
 from .mysql_types import (DEFAULT_VARCHAR_LENGTH, FLAG_BINARY, FLAG_HANDLE_KEY, FLAG_MULTIPLE_KEY, FLAG_NULLABLE,
                           FLAG_PRIMARY_KEY, FLAG_UNIQUE_KEY, FLAG_UNSIGNED, INTEGER_KINDS, STRING_KINDS, MySQLType,
-                          _with_defaults)
+                          with_defaults)
 from .type_grammar import TypeSyntaxError, parse_mysql_type, split_column_types
 
 
@@ -41,7 +38,7 @@ def default_mysql_type(spark_type) -> MySQLType:
     }
     for spark_class, kind in simple.items():
         if isinstance(spark_type, spark_class):
-            return _with_defaults(MySQLType(kind))
+            return with_defaults(MySQLType(kind))
     if isinstance(spark_type, T.DecimalType):
         return MySQLType("decimal", length=spark_type.precision, decimals=spark_type.scale)
     if isinstance(spark_type, (T.StringType, T.VarcharType, T.CharType)):
@@ -77,7 +74,7 @@ def _spark_family(spark_type) -> str:
     return "other"
 
 
-# Which Spark type families can carry values of each MySQL kind (DESIGN section 1).
+# Which Spark type families can carry values of each MySQL kind (README.md, "Column types").
 _ACCEPTS: dict[str, frozenset[str]] = {
     **{k: frozenset({"integral", "boolean"}) for k in INTEGER_KINDS},
     "year": frozenset({"integral"}),
@@ -145,7 +142,7 @@ class TableSchema:
     columns: tuple[Column, ...]
     indexes: tuple[Index, ...] = ()
     # True when neither a primary key nor a NOT NULL unique key exists, so every
-    # column forms the row key (DESIGN section 1).
+    # column forms the row key (README.md, "Keys").
     keyless: bool = False
 
     @property

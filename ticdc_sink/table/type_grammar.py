@@ -1,21 +1,11 @@
-"""The MySQL column model every protocol encodes from.
-
-TiCDC messages describe columns by their MySQL (TiDB) type: a type byte, a
-flag word, a short name (``int unsigned``) and a full description
-(``int(10) unsigned``).  Spark only knows its own types, so this module holds
-the one place where a Spark field becomes a MySQL column: the defaults of the
-design's type table, the ``column-types`` grammar and the ``mysql_type`` field
-metadata that override them, and the key flags that TiCDC derives from the
-table's indexes.  It also holds the TSO helpers, since commit timestamps are
-TiDB's own kind of value.
-"""
+"""The MySQL type grammar of the ``column-types`` option and of the ``mysql_type`` field metadata."""
 
 from __future__ import annotations
 
 import re
 
 from ..sql_text import split_top_level
-from .mysql_types import _KINDS, INTEGER_KINDS, STRING_KINDS, MySQLType, _with_defaults
+from .mysql_types import INTEGER_KINDS, KIND_NAMES, STRING_KINDS, MySQLType, with_defaults
 
 # Names the grammar accepts that are another kind, maybe with the binary charset.
 _ALIASES: dict[str, tuple[str, bool]] = {
@@ -44,11 +34,7 @@ _TYPE_HEAD = re.compile(
     r"\s*(double\s+precision|[a-z_][a-z0-9_]*)\s*(?:\((?P<args>(?:'(?:[^']|'')*'|[^()'])*)\))?",
     re.IGNORECASE,
 )
-
-
 _QUOTED = re.compile(r"\s*'((?:[^']|'')*)'\s*(,|$)")
-
-
 _ATTRIBUTE = re.compile(
     r"\s*(unsigned|signed|zerofill|binary|"
     r"(?:character\s+set|charset)\s+(?P<charset>\w+)|collate\s+\w+)",
@@ -89,7 +75,7 @@ def parse_mysql_type(text: str) -> MySQLType:
     binary = False
     if name in _ALIASES:
         name, binary = _ALIASES[name]
-    if name not in _KINDS:
+    if name not in KIND_NAMES:
         raise TypeSyntaxError(f"unknown MySQL type {head.group(1)!r} in {text!r}")
     binary = binary or (binary_charset and name in STRING_KINDS)
     if unsigned and name not in INTEGER_KINDS | {"float", "double", "decimal"}:
@@ -141,7 +127,7 @@ def parse_mysql_type(text: str) -> MySQLType:
         # TEXT(n)/BLOB(n) pick the smallest kind that holds n bytes.
         if numbers and name == "text":
             name = _text_kind_for(numbers[0], binary)
-    return _with_defaults(
+    return with_defaults(
         MySQLType(name, binary=binary, unsigned=unsigned, zerofill=zerofill, length=length, decimals=decimals)
     )
 

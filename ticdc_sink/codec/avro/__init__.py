@@ -1,1 +1,1 @@
-"""TODO"""
+"""TiCDC's Avro protocol, with a Confluent Schema Registry."""

@@ -1,27 +1,10 @@
-"""TiCDC's Avro protocol with a Confluent Schema Registry (spec: ticdc-avro-protocol.md; reference section 4).
-
-Every row is one Kafka message in the Confluent wire format: byte 0, the
-schema's registry id as a big-endian int32, then the Avro binary of a record.
-The key is a record of the handle-key columns (the primary key, else the NOT
-NULL unique key TiDB uses as the handle; a table with neither has no key); the
-value is a record of every column, followed with ``enable-tidb-extension`` by
-``_tidb_op`` (``c``/``u``), ``_tidb_commit_ts`` and
-``_tidb_commit_physical_time``.  A delete is its key with a null value (a
-tombstone).  The schemas are registered under ``<topic>-key`` and
-``<topic>-value``, so a topic carries one table.  Avro has no DDL or
-watermark events.
-
-Records are built a column at a time (``avro_binary``): each column becomes
-per-row Avro fragments and a record is their concatenation, as the JSON
-protocols build their messages.
-"""
+"""Avro messages back into events: schemas read from the registry by id, values restored by ``tidb_type``."""
 
 from __future__ import annotations
 
 import datetime as dt
 import io
 import json
-import logging
 from decimal import Decimal
 from typing import Any, Callable
 
@@ -32,8 +15,6 @@ from ..base import Decoder, RowEvent
 from ..shared.decoding import allowed_members, enum_index, set_bitmask, unsigned_64
 from ..shared.schema_registry import UsesSchemaRegistry, split_confluent
 from .schema import EXTENSION_FIELDS
-
-log = logging.getLogger(__name__)
 
 
 class AvroDecoder(UsesSchemaRegistry, Decoder):

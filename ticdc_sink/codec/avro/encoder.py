@@ -1,4 +1,5 @@
-"""TiCDC's Avro protocol with a Confluent Schema Registry (spec: ticdc-avro-protocol.md; reference section 4).
+"""TiCDC's Avro protocol with a Confluent Schema Registry (TiDB docs: *TiCDC Avro Protocol*; TiCDC
+``pkg/sink/codec/avro/arvo.go`` at pingcap/ticdc@b813e76f; the goldens' ``tests/golden/avro/README.md``).
 
 Every row is one Kafka message in the Confluent wire format: byte 0, the
 schema's registry id as a big-endian int32, then the Avro binary of a record.
@@ -7,12 +8,12 @@ NULL unique key TiDB uses as the handle; a table with neither has no key); the
 value is a record of every column, followed with ``enable-tidb-extension`` by
 ``_tidb_op`` (``c``/``u``), ``_tidb_commit_ts`` and
 ``_tidb_commit_physical_time``.  A delete is its key with a null value (a
-tombstone).  The schemas are registered under ``<topic>-key`` and
-``<topic>-value``, so a topic carries one table.  Avro has no DDL or
+tombstone).  The schemas (``schema.py``) are registered under ``<topic>-key``
+and ``<topic>-value``, so a topic carries one table.  Avro has no DDL or
 watermark events.
 
-Records are built a column at a time (``avro_binary``): each column becomes
-per-row Avro fragments and a record is their concatenation, as the JSON
+Records are built a column at a time (``shared/avro_binary.py``): each column
+becomes per-row Avro fragments and a record is their concatenation, as the JSON
 protocols build their messages.
 """
 
@@ -173,7 +174,7 @@ def column_binary(values: pa.Array, column: Column, config: SinkConfig) -> pa.Ar
 
 
 def _value_binary(values: pa.Array, column: Column, config: SinkConfig) -> pa.Array:
-    """TiCDC's Avro value of each row (reference section 4, "Column -> Avro type"), encoded."""
+    """TiCDC's Avro value of each row (``arvo.go`` ``columnToAvroData``), encoded."""
     t = column.type
     if t.is_integer or t.kind == "year":
         numbers = pc.fill_null(values, 0).to_numpy(zero_copy_only=False)

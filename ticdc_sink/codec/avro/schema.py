@@ -1,4 +1,4 @@
-"""The Avro schemas TiCDC registers for a table (spec: ticdc-avro-protocol.md; reference section 4).
+"""The Avro schemas TiCDC registers for a table (TiCDC ``pkg/sink/codec/avro/arvo.go`` at pingcap/ticdc@b813e76f).
 
 A schema is a record named after the table in the namespace
 ``<avro-namespace>.<database>``, one field per column; TiCDC writes it with Go's
@@ -19,17 +19,12 @@ from ..shared.names import escape_member, sanitize_name
 _GO_HTML_ESCAPES = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028",
                                   "\u2029": "\\u2029"})
 
-
 _TIDB_TYPES = {"tinyint": "INT", "smallint": "INT", "mediumint": "INT", "int": "INT", "bigint": "BIGINT",
                "float": "FLOAT", "double": "DOUBLE", "decimal": "DECIMAL", "bit": "BIT", "enum": "ENUM",
                "set": "SET", "json": "JSON", "date": "DATE", "datetime": "DATETIME", "timestamp": "TIMESTAMP",
                "time": "TIME", "year": "YEAR"}
-
-
 _AVRO_TYPES = {"tinyint": "int", "smallint": "int", "mediumint": "int", "int": "int", "bigint": "long",
                "float": "float", "double": "double", "decimal": "bytes", "bit": "bytes", "year": "int"}
-
-
 EXTENSION_FIELDS = [
     {"default": "", "name": "_tidb_op", "type": "string"},
     {"default": 0, "name": "_tidb_commit_ts", "type": "long"},

@@ -1,1 +1,1 @@
-"""TODO"""
+"""The Canal-JSON protocol."""

@@ -1,14 +1,4 @@
-"""Canal-JSON, as TiCDC writes it (spec: ticdc-canal-json-protocol.md; reference section 3).
-
-A DML message is one row, with TiCDC's field order: ``id, database, table,
-pkNames, isDdl, type, es, ts, sql, sqlType, mysqlType, old, data[, _tidb]``.
-Values are JSON strings (``null`` for NULL), binary values read as
-ISO-8859-1.  The encoder assembles every message of a batch column by column
-with Arrow string kernels: each column is rendered and JSON-quoted once for the
-whole batch, and the messages are the element-wise concatenation of those
-fragments with the constant parts.  Kafka keys are empty; DDL goes to
-partition 0; TIDB_WATERMARK events exist only with ``enable-tidb-extension``.
-"""
+"""Canal-JSON messages back into events, each row typed by the message's ``mysqlType`` (layout: ``encoder.py``)."""
 
 from __future__ import annotations
 

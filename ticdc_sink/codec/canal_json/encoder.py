@@ -1,4 +1,5 @@
-"""Canal-JSON, as TiCDC writes it (spec: ticdc-canal-json-protocol.md; reference section 3).
+"""Canal-JSON messages as TiCDC writes them (TiDB docs: *TiCDC Canal-JSON Protocol*; TiCDC
+``pkg/sink/codec/canal/canal_json_encoder.go`` at pingcap/ticdc@b813e76f; the goldens' ``tests/golden/canal-json/README.md``).
 
 A DML message is one row, with TiCDC's field order: ``id, database, table,
 pkNames, isDdl, type, es, ts, sql, sqlType, mysqlType, old, data[, _tidb]``.
@@ -41,8 +42,6 @@ _JAVA_BY_KIND = {
     "char": java.CHAR, "varchar": java.VARCHAR,
     "tinytext": java.CLOB, "text": java.CLOB, "mediumtext": java.CLOB, "longtext": java.CLOB,
 }
-
-
 # Unsigned integers whose value exceeds the signed maximum get the next wider java type.
 _UNSIGNED_PROMOTION = {
     "tinyint": (2**7 - 1, java.SMALLINT),

@@ -1,1 +1,1 @@
-"""TODO"""
+"""TiCDC's Debezium protocol (JSON)."""

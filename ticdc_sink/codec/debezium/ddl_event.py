@@ -1,4 +1,17 @@
-"""TODO: from ticdc_sink/codec/debezium_ddl.py, ticdc_sink/ddl.py"""
+"""What a Debezium schema-change event says of a DDL and of its table (TiCDC ``pkg/sink/codec/debezium/codec.go``
+``EncodeDDLEvent`` at pingcap/ticdc@b813e76f).
+
+Its change type is CREATE, ALTER or DROP by the statement's action (others send
+no event).  TiCDC describes the table after the change in ``tableChanges``: its
+charset, its primary key and each column with the Debezium MySQL connector's
+metadata (``jdbcType``, ``typeName``, ``typeExpression``, ``length``,
+``scale``, ``position``...).  Lengths are TiDB's stored widths, null where TiDB
+keeps its default width.  TiCDC re-reads DATETIME, TIMESTAMP and TIME
+precisions and YEAR widths from the statement for the columns the statement
+defines, so those lengths are null there when the statement gives none.  The
+sink knows the table from its options: the charset is TiDB's default
+(utf8mb4), and it has no column comments, defaults or auto-increment flags.
+"""
 
 from __future__ import annotations
 
@@ -23,8 +36,6 @@ _DEBEZIUM_TYPES = {
     ),
     **dict.fromkeys(["drop schema", "drop table", "drop index", "drop view", "truncate table"], "DROP"),
 }
-
-
 DEBEZIUM_CHANGE_TYPES = ("CREATE", "ALTER", "DROP")
 
 
@@ -40,19 +51,11 @@ _JDBC_BY_KIND = {
     "json": java.OTHER, "char": java.CHAR, "varchar": java.VARCHAR,
     **dict.fromkeys(["tinytext", "text", "mediumtext", "longtext"], java.VARCHAR),
 }
-
-
 _BINARY_JDBC = {"char": java.BINARY, "varchar": java.VARBINARY,
                 **dict.fromkeys(["tinytext", "text", "mediumtext", "longtext"], java.BLOB)}
-
-
 _FRACTIONAL = {"datetime", "timestamp", "time"}
-
-
 # TiDB's default widths that the column model does not apply (it keeps no width for these).
 _OTHER_DEFAULT_WIDTHS = {"float": 12, "double": 22, "varchar": 5}
-
-
 # Types whose length TiCDC gives only when it is not TiDB's default width.
 _WIDTH_UNLESS_DEFAULT = {"bit", "char", "varchar", "bigint", "float", "double"}
 
@@ -71,33 +74,23 @@ def _items(name: str, fields: list[str]) -> str:
 
 
 _STRINGS = ',"items":{"type":"string","optional":false}'
-
-
 _COLUMN_FIELDS = [_member(*field) for field in [
     ("name", False, "string"), ("jdbcType", False, "int32"), ("nativeType", True, "int32"),
     ("typeName", False, "string"), ("typeExpression", True, "string"), ("charsetName", True, "string"),
     ("length", True, "int32"), ("scale", True, "int32"), ("position", False, "int32"), ("optional", True, "boolean"),
     ("autoIncremented", True, "boolean"), ("generated", True, "boolean"), ("comment", True, "string"),
     ("defaultValueExpression", True, "string")]] + [_member("enumValues", True, "array", _STRINGS)]
-
-
 _TABLE_FIELDS = [_member("defaultCharsetName", True, "string"),
                  _member("primaryKeyColumnNames", True, "array", _STRINGS),
                  _member("columns", False, "array", _items("io.debezium.connector.schema.Column", _COLUMN_FIELDS)),
                  _member("comment", True, "string")]
-
-
 _CHANGE_FIELDS = [_member("type", False, "string"), _member("id", False, "string"),
                   _member("table", True, "struct", ',"name":"io.debezium.connector.schema.Table","version":1,'
                                                    f'"fields":[{",".join(_TABLE_FIELDS)}]')]
-
-
 # The SchemaChangeValue fields after ``source``.
 VALUE_FIELDS = [_member("ts_ms", False, "int64"), _member("databaseName", True, "string"),
                 _member("schemaName", True, "string"), _member("ddl", True, "string"),
                 _member("tableChanges", False, "array", _items("io.debezium.connector.schema.Change", _CHANGE_FIELDS))]
-
-
 KEY_SCHEMA = ('{"type":"struct","name":"io.debezium.connector.mysql.SchemaChangeKey","optional":false,"version":1,'
               f'"fields":[{_member("databaseName", False, "string")}]}}')
 

@@ -1,23 +1,10 @@
-"""TiCDC's Debezium protocol, JSON (spec: ticdc-debezium-protocol.md; reference section 5).
-
-A row change is one message.  Its key is ``{"payload":{<handle-key columns>},
-"schema":{..Key}}``; its value ``{"payload":{"source":{..},"ts_ms":<now>,
-"transaction":null,"op":"c|u|d",<before/after>},"schema":{..Envelope}}``, in
-the order TiCDC writes (insert ``before:null`` then ``after``, delete
-``after:null`` then ``before``, update ``before`` (with old values) then
-``after``).  ``debezium-disable-schema`` leaves the ``schema`` parts out.  With
-``enable-tidb-extension`` the column field schemas carry ``tidb_type``, the
-source schema ``commit_ts`` and ``cluster_id``, and a WATERMARK event
-(``op:"m"``) follows every micro-batch on every partition.  Columns are typed
-by ``debezium_types``; names go through TiCDC's sanitising.
-"""
+"""Debezium messages back into events, values typed by their field schemas (layout: ``encoder.py``)."""
 
 from __future__ import annotations
 
 import base64
 import datetime as dt
 import json
-import logging
 from decimal import Decimal
 from typing import Any, Callable
 from zoneinfo import ZoneInfo
@@ -30,15 +17,8 @@ from ...table.type_grammar import parse_mysql_type, split_column_types
 from ..base import DDLEvent, Decoder, RowEvent, WatermarkEvent
 from ..shared.decoding import allowed_members, enum_index, set_bitmask, typed_row, unsigned_64
 
-log = logging.getLogger(__name__)
-
-
 _ROW_KINDS = {"c": "INSERT", "r": "INSERT", "u": "UPDATE", "d": "DELETE"}
-
-
 _BINARY_TIDB_TYPES = {"binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob"}
-
-
 _EPOCH = dt.datetime(1970, 1, 1)
 
 

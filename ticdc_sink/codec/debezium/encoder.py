@@ -1,4 +1,5 @@
-"""TiCDC's Debezium protocol, JSON (spec: ticdc-debezium-protocol.md; reference section 5).
+"""TiCDC's Debezium protocol, JSON (TiDB docs: *TiCDC Debezium Protocol*; TiCDC
+``pkg/sink/codec/debezium/codec.go`` at pingcap/ticdc@b813e76f; the goldens' ``tests/golden/debezium/README.md``).
 
 A row change is one message.  Its key is ``{"payload":{<handle-key columns>},
 "schema":{..Key}}``; its value ``{"payload":{"source":{..},"ts_ms":<now>,
@@ -9,7 +10,8 @@ the order TiCDC writes (insert ``before:null`` then ``after``, delete
 ``enable-tidb-extension`` the column field schemas carry ``tidb_type``, the
 source schema ``commit_ts`` and ``cluster_id``, and a WATERMARK event
 (``op:"m"``) follows every micro-batch on every partition.  Columns are typed
-by ``debezium_types``; names go through TiCDC's sanitising.
+by ``field_types.py``; names go through TiCDC's sanitising; a schema-change
+event is ``ddl_event.py``'s.
 """
 
 from __future__ import annotations
@@ -40,7 +42,6 @@ from .field_types import field_schema, value_fragments
 
 log = logging.getLogger(__name__)
 
-
 CONNECTOR_VERSION = "2.4.0.Final"
 
 
@@ -58,22 +59,14 @@ _SOURCE_FIELDS = [
     _field("int64", False, "pos"), _field("int32", False, "row"), _field("int64", True, "thread"),
     _field("string", True, "query"),
 ]
-
-
 _EXTENSION_SOURCE_FIELDS = [_field("int64", False, "commit_ts"), _field("string", False, "cluster_id")]
-
-
 _TRANSACTION_SCHEMA = ('{"type":"struct","fields":[' + ",".join([
     _field("string", False, "id"), _field("int64", False, "total_order"),
     _field("int64", False, "data_collection_order")]) + '],"optional":true,"name":"event.block","version":1,'
                        '"field":"transaction"}')
-
-
 # The payload's op and row members by operation (an update with old values gets its before row in between).
 _ROWS_BY_OP = {OP_INSERT: '"c","before":null,"after":', OP_UPDATE: '"u","after":',
                OP_DELETE: '"d","after":null,"before":'}
-
-
 _HEADS_BY_OP = pa.array([_ROWS_BY_OP.get(code) for code in range(max(_ROWS_BY_OP) + 1)], pa.string())
 
 _CHANGE_TYPE_NAMES = named_types(DEBEZIUM_CHANGE_TYPES)

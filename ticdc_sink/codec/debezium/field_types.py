@@ -1,4 +1,4 @@
-"""How TiCDC's Debezium protocol types a column (reference section 5, "Column mapping").
+"""How TiCDC's Debezium protocol types a column (TiCDC ``pkg/sink/codec/debezium/codec.go`` at pingcap/ticdc@b813e76f).
 
 Each column has a field schema (``[tidb_type,] type, optional, [name, version,
 parameters,] field``, in the order TiCDC writes it) and a JSON value per row,
@@ -26,19 +26,11 @@ from ..shared.names import escape_member
 _NAMED_TYPES = {"date": ("int32", "io.debezium.time.Date"), "time": ("int64", "io.debezium.time.MicroTime"),
                 "timestamp": ("string", "io.debezium.time.ZonedTimestamp"),
                 "year": ("int32", "io.debezium.time.Year"), "json": ("string", "io.debezium.data.Json")}
-
-
 _INTEGER_TYPES = {"tinyint": ("int16", "int16"), "smallint": ("int16", "int32"), "mediumint": ("int32", "int32"),
                   "int": ("int32", "int64"), "bigint": ("int64", "int64")}  # signed, unsigned
-
-
 # Types whose names TiCDC never suffixes with unsigned (tidb_type, a DDL column's typeName).
 NO_UNSIGNED_SUFFIX = {"year", "bit", "varchar", "char", "decimal"}
-
-
 _TRUE_FALSE = pa.array(["false", "true"], pa.string())
-
-
 # Dates before year 100 are read as two-digit years by TiCDC (the Debezium MySQL connector's rule).
 _FIRST_FOUR_DIGIT_DAY = (dt.date(100, 1, 1) - dt.date(1970, 1, 1)).days
 
@@ -146,8 +138,6 @@ def decimal_doubles(values: pa.Array) -> pa.Array:
 
 
 _EXACT_INTEGERS = 2**53
-
-
 _EXACT_POWERS_OF_TEN = 22
 
 

@@ -1,1 +1,1 @@
-"""TODO"""
+"""TiCDC's Open Protocol."""

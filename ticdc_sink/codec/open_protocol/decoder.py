@@ -1,21 +1,4 @@
-"""TiCDC Open Protocol, as the newer TiCDC writes it (spec: ticdc-open-protocol.md; reference section 2).
-
-An event is a key JSON (``{"ts","scm","tbl","t"}``) and a value JSON; a Kafka
-message packs the events bound for one partition in frames: the key is the
-protocol version (big-endian uint64 1) followed by each event key with its
-big-endian uint64 length, the value is each event value with its length, in
-the same order.  A message holds at most ``max-batch-size`` events and stays
-within ``max-message-bytes`` (TiCDC's rule: a new message when the open one's
-length plus the event's key, value and 16 length bytes would exceed it).
-
-Row values are ``{"u":{..}}`` (insert, and update without old values),
-``{"u":{..},"p":{..}}`` (update with ``_before``) and ``{"d":{..}}`` (delete:
-the handle-key columns, every column with ``_before``).  Each column is
-``{"t":<type code>,"h":true (handle-key columns only),"f":<flags>,"v":<value>}``
-in table order, and strings are escaped without HTML escapes (jsoniter).
-DDL events (``t`` 2) and resolved events (``t`` 3, an empty value) are
-messages of their own, sent to every partition.
-"""
+"""Open Protocol messages back into events: frames split (``frames.py``), values typed by type code and flags."""
 
 from __future__ import annotations
 
@@ -75,8 +58,6 @@ def _column_value(name: str, column: dict) -> Any:
 
 _NUMBER_CODES = {TYPE_TINY, TYPE_SHORT, TYPE_LONG, TYPE_LONGLONG, TYPE_INT24, TYPE_YEAR, TYPE_BIT, TYPE_ENUM,
                  TYPE_SET}
-
-
 _BLOB_CODES = {TYPE_TINY_BLOB, TYPE_MEDIUM_BLOB, TYPE_LONG_BLOB, TYPE_BLOB}
 
 

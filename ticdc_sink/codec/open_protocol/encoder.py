@@ -1,20 +1,15 @@
-"""TiCDC Open Protocol, as the newer TiCDC writes it (spec: ticdc-open-protocol.md; reference section 2).
+"""TiCDC Open Protocol events, as the newer TiCDC writes them (TiDB docs: *TiCDC Open Protocol*; TiCDC
+``pkg/sink/codec/open/`` at pingcap/ticdc@b813e76f; the goldens' ``tests/golden/open-protocol/README.md``).
 
-An event is a key JSON (``{"ts","scm","tbl","t"}``) and a value JSON; a Kafka
-message packs the events bound for one partition in frames: the key is the
-protocol version (big-endian uint64 1) followed by each event key with its
-big-endian uint64 length, the value is each event value with its length, in
-the same order.  A message holds at most ``max-batch-size`` events and stays
-within ``max-message-bytes`` (TiCDC's rule: a new message when the open one's
-length plus the event's key, value and 16 length bytes would exceed it).
-
-Row values are ``{"u":{..}}`` (insert, and update without old values),
-``{"u":{..},"p":{..}}`` (update with ``_before``) and ``{"d":{..}}`` (delete:
-the handle-key columns, every column with ``_before``).  Each column is
-``{"t":<type code>,"h":true (handle-key columns only),"f":<flags>,"v":<value>}``
-in table order, and strings are escaped without HTML escapes (jsoniter).
-DDL events (``t`` 2) and resolved events (``t`` 3, an empty value) are
-messages of their own, sent to every partition.
+An event is a key JSON (``{"ts","scm","tbl","t"}``) and a value JSON, packed
+with the other events bound for its partition into a message's frames
+(``frames.py``).  Row values are ``{"u":{..}}`` (insert, and update without
+old values), ``{"u":{..},"p":{..}}`` (update with ``_before``) and
+``{"d":{..}}`` (delete: the handle-key columns, every column with
+``_before``).  Each column is ``{"t":<type code>,"h":true (handle-key columns
+only),"f":<flags>,"v":<value>}`` in table order, and strings are escaped
+without HTML escapes (jsoniter).  DDL events (``t`` 2) and resolved events
+(``t`` 3, an empty value) are messages of their own, sent to every partition.
 """
 
 from __future__ import annotations
@@ -34,7 +29,7 @@ from ...render import float_json_numbers, join, string_scalar, value_text
 from ...table.schema import Column, TableSchema
 from ..base import Encoder
 from ..shared.assembly import at_updates, check_sizes
-from ..shared.ddl_types import ddl_type, type_key
+from ..shared.ddl_types import ddl_type
 from ..shared.json_text import (PLAIN, bare_fragments, base64_fragments, changed_members_object, concat,
                                 go_quoted_fragments, json_fragments, object_parts, quote_json, quoted_names_of)
 from .frames import frame, pack_events
@@ -132,12 +127,12 @@ class OpenProtocolEncoder(Encoder):
 
 _UNKNOWN_ACTION = ("the statement's TiDB action is not recognised; give it in the DDL type column as TiDB's "
                    "action code (e.g. 3) or name (e.g. 'create table')")
-_ACTION_BY_NAME = {type_key(name): code for name, code in ACTION_CODES.items()}
+_ACTION_BY_NAME = {name.replace(" ", ""): code for name, code in ACTION_CODES.items()}
 
 
 def _action_code(key: str) -> int | None:
-    """An override as TiDB's action code (``3``) or name (``create table``, ``Shard RowID``)."""
-    return int(key) if key.isdigit() else _ACTION_BY_NAME.get(key)
+    """An override as TiDB's action code (``3``) or name (``create table``; spaces do not count: ``Shard RowID``)."""
+    return int(key) if key.isdigit() else _ACTION_BY_NAME.get(key.replace(" ", ""))
 
 
 def _column_head(column: Column) -> str:

@@ -1,20 +1,12 @@
-"""TiCDC Open Protocol, as the newer TiCDC writes it (spec: ticdc-open-protocol.md; reference section 2).
+"""Open Protocol's framing: how events share a Kafka message (TiCDC ``pkg/sink/codec/open/codec.go`` at
+pingcap/ticdc@b813e76f).
 
-An event is a key JSON (``{"ts","scm","tbl","t"}``) and a value JSON; a Kafka
-message packs the events bound for one partition in frames: the key is the
-protocol version (big-endian uint64 1) followed by each event key with its
-big-endian uint64 length, the value is each event value with its length, in
-the same order.  A message holds at most ``max-batch-size`` events and stays
-within ``max-message-bytes`` (TiCDC's rule: a new message when the open one's
-length plus the event's key, value and 16 length bytes would exceed it).
-
-Row values are ``{"u":{..}}`` (insert, and update without old values),
-``{"u":{..},"p":{..}}`` (update with ``_before``) and ``{"d":{..}}`` (delete:
-the handle-key columns, every column with ``_before``).  Each column is
-``{"t":<type code>,"h":true (handle-key columns only),"f":<flags>,"v":<value>}``
-in table order, and strings are escaped without HTML escapes (jsoniter).
-DDL events (``t`` 2) and resolved events (``t`` 3, an empty value) are
-messages of their own, sent to every partition.
+A message's key is the protocol version (big-endian uint64 1) followed by each
+event key with its big-endian uint64 length; its value is each event value with
+its length, in the same order.  A message holds at most ``max-batch-size``
+events and stays within ``max-message-bytes`` (TiCDC's rule: a new message when
+the open one's length plus the event's key, value and 16 length bytes would
+exceed it).
 """
 
 from __future__ import annotations
@@ -36,11 +28,7 @@ _VERSION_HEADER = struct.pack(">Q", VERSION)
 
 # What a frame adds to its events: the version header and TiCDC's per-message overhead (MaxRecordOverhead).
 _FRAME_OVERHEAD = 8 + 36
-
-
 _EVENT_OVERHEAD = 16  # the key's and the value's length prefixes
-
-
 _NO_SEPARATOR = pa.scalar(b"", pa.large_binary())
 
 

@@ -19,14 +19,8 @@ import pyarrow.compute as pc
 from ...render import bit_bytes
 
 _MAX_VARINT_BYTES = 10
-
-
 _NULL_BRANCH = pa.scalar(b"\x00", pa.binary())  # union branch 0 (null) as a zig-zag varint
-
-
 _VALUE_BRANCH = pa.scalar(b"\x02", pa.binary())  # union branch 1
-
-
 _NO_BYTES = pa.scalar(b"", pa.binary())
 
 

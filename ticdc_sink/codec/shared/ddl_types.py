@@ -46,8 +46,8 @@ def named_types(names: tuple[str, ...]) -> Callable[[str], str | None]:
 
 
 def type_key(text: str) -> str:
-    """An override as it is looked up: surrounding space, case and inner spaces do not count."""
-    return "".join(text.split()).lower()
+    """An override as it is looked up: surrounding space and case do not count."""
+    return text.strip().lower()
 
 
 def ddl_type(ddl: DDLChange, of_action: Callable[[str], T | None], lookup: Callable[[str], T | None],

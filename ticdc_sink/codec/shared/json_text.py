@@ -24,14 +24,8 @@ import pyarrow.compute as pc
 from ...render import as_string, join, string_scalar
 
 HTML, GO_JSON, PLAIN = "html", "go-json", "plain"
-
-
 _SHORT_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
-
-
 _GO_SHORT_ESCAPES = {**_SHORT_ESCAPES, "\b": "\\b", "\f": "\\f"}
-
-
 _HTML_ESCAPES = [("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"),
                  ("\u2029", "\\u2029")]
 
@@ -44,20 +38,10 @@ def _escape_pairs(style: str) -> list[tuple[str, str]]:
 
 
 _PAIRS = {style: _escape_pairs(style) for style in (HTML, GO_JSON, PLAIN)}
-
-
 _TABLES = {style: str.maketrans(dict(pairs)) for style, pairs in _PAIRS.items()}
-
-
 _PATTERNS = {style: "[" + "".join(f"\\x{{{ord(c):x}}}" for c, _ in pairs) + "]" for style, pairs in _PAIRS.items()}
-
-
 _ESCAPE_BYTES = {style: [(raw.encode(), raw, escaped) for raw, escaped in pairs] for style, pairs in _PAIRS.items()}
-
-
 _MAX_ESCAPE_PASSES = 4
-
-
 _NULL = string_scalar("null")
 
 
@@ -194,8 +178,6 @@ _GO_QUOTE_TABLE = {
 
 
 _GO_ESCAPE = re.compile(r'\\(x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|[abfnrtv\\"\'])')
-
-
 _GO_SHORT = {"a": b"\a", "b": b"\b", "f": b"\f", "n": b"\n", "r": b"\r", "t": b"\t", "v": b"\v", "\\": b"\\",
              '"': b'"', "'": b"'"}
 

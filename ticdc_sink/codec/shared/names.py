@@ -5,11 +5,7 @@ from __future__ import annotations
 import re
 
 _FIRST_INVALID = re.compile(r"^[^A-Za-z_]")
-
-
 _INVALID = re.compile(r"[^A-Za-z0-9_]")
-
-
 _INVALID_IN_TOPIC_NAME = re.compile(r"[^A-Za-z0-9_.]")
 
 

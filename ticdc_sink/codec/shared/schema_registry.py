@@ -4,8 +4,8 @@ TiCDC's subject names, and the declaration by which a codec says it needs one.""
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
 import struct
+from dataclasses import dataclass, field
 from typing import Any
 
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient, SchemaRegistryError
@@ -24,8 +24,6 @@ except ImportError:  # an older client
 # Client settings that take numbers; options always arrive as strings.
 _NUMBER_SETTINGS = frozenset({"timeout", "cache.capacity", "cache.latest.ttl.sec", "max.retries", "retries.wait.ms",
                               "retries.max.wait.ms"})
-
-
 _DEFAULT_RETRIES = 2
 MAGIC_BYTE = 0
 _CONFLUENT_HEADER = struct.Struct(">bI")  # the magic byte and the schema id, big-endian

@@ -1,1 +1,1 @@
-"""TODO"""
+"""The Simple protocol: one encoder and decoder over two wires, JSON and Avro."""

@@ -1,4 +1,4 @@
-"""The Simple protocol's Avro encoding (``encoding-format=avro``; reference section 6; TiCDC simple avro.go).
+"""The Simple protocol's Avro encoding (``encoding-format=avro``; TiCDC ``pkg/sink/codec/simple/avro.go`` at pingcap/ticdc@b813e76f).
 
 A message is the Avro binary form of TiCDC's schema (``simple_avro_schema.json``:
 TiCDC's, without its ``docs``), a union of twelve records of which a message is
@@ -37,28 +37,14 @@ from .table_schema import ColumnInfo, SimpleTable
 
 SCHEMA = fastavro.parse_schema(json.loads(
     resources.files(__package__).joinpath("simple_avro_schema.json").read_text(encoding="utf-8")))
-
-
 _NAMESPACE = "com.pingcap.simple.avro."
-
-
 VERSION = 1
-
-
 # Union branch 11 (Message), its type DML (3) and its payload's branch DML (3), then version 1.
 _DML_HEAD = bytes([22, 6, 6, 2])
-
-
 _DML_TYPES = np.array([b"", b"\x00", b"\x02", b"\x04"], dtype=object)  # INSERT, UPDATE, DELETE by OP_*
-
-
 _NO_EXTRAS = b"\x00\x00\x00"  # claimCheckLocation, handleKeyOnly and checksum: null
-
-
 # The branches of a DML value's union (0 is null).
 LONG, FLOAT, DOUBLE, STRING, BYTES, TIMESTAMP, UNSIGNED_BIGINT = range(1, 8)
-
-
 # TiCDC writes unsigned/zerofill for these types only, decimal for DECIMAL only, elements for ENUM and SET.
 _FLAGGED_TYPES = frozenset({"tinyint", "smallint", "mediumint", "int", "bigint", "float", "double", "bit", "year",
                             "decimal"})

@@ -1,12 +1,5 @@
-"""The Simple protocol, as TiCDC writes it (spec: ticdc-simple-protocol.md; reference section 6).
-
-One event per message, without a Kafka key, in JSON (simple_json) or Avro
-(simple_avro) per ``encoding-format``; this module holds what the two share:
-which messages a batch or a control event makes and what goes into each.  An
-INSERT carries ``data``, an UPDATE ``data`` and ``old``, a DELETE ``old``; DDL
-and WATERMARK go to every partition; a table-level DDL carries the table's
-schema and, where the statement tells what it was, the schema before it.
-"""
+"""Simple messages back into events, in either encoding, with the document's consumer rules (table schemas from
+DDL and BOOTSTRAP messages; rows wait for theirs)."""
 
 from __future__ import annotations
 

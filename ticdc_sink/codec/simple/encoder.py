@@ -1,11 +1,14 @@
-"""The Simple protocol, as TiCDC writes it (spec: ticdc-simple-protocol.md; reference section 6).
+"""The Simple protocol, as TiCDC writes it (TiDB docs: *TiCDC Simple Protocol*; TiCDC
+``pkg/sink/codec/simple/`` at pingcap/ticdc@b813e76f; the goldens' ``tests/golden/simple/README.md``).
 
-One event per message, without a Kafka key, in JSON (simple_json) or Avro
-(simple_avro) per ``encoding-format``; this module holds what the two share:
-which messages a batch or a control event makes and what goes into each.  An
-INSERT carries ``data``, an UPDATE ``data`` and ``old``, a DELETE ``old``; DDL
-and WATERMARK go to every partition; a table-level DDL carries the table's
-schema and, where the statement tells what it was, the schema before it.
+One event per message, without a Kafka key, in JSON (``json_wire.py``) or Avro
+(``avro_wire.py``) per ``encoding-format``; this module holds what the two
+share: which messages a batch or a control event makes and what goes into each.
+An INSERT carries ``data``, an UPDATE ``data`` and ``old``, a DELETE ``old``;
+DDL and WATERMARK go to every partition; a table-level DDL carries the table's
+schema (``table_schema.py``) and, where the statement tells what it was, the
+schema before it.  A table's BOOTSTRAP goes ahead of its rows when the sink's
+rule says it is due (``sink/bootstrap.py``).
 """
 
 from __future__ import annotations

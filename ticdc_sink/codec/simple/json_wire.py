@@ -1,4 +1,5 @@
-"""The Simple protocol's JSON encoding (``encoding-format=json``, the default; reference section 6).
+"""The Simple protocol's JSON encoding (``encoding-format=json``, the default; TiCDC
+``pkg/sink/codec/simple/message.go`` at pingcap/ticdc@b813e76f).
 
 Go's encoding/json marshalling TiCDC's message struct: fields in its order
 (``version, database, table, tableID, type, sql, commitTs, buildTs,
@@ -23,8 +24,6 @@ from ..shared.json_text import (GO_JSON, base64_fragments, concat, json_fragment
 from .table_schema import SimpleTable
 
 VERSION = 1
-
-
 _DML_TYPES = np.array(["", '"INSERT"', '"UPDATE"', '"DELETE"'], dtype=object)  # by OP_*
 
 

@@ -1,7 +1,7 @@
 """The Simple protocol's ``tableSchema``: a table's shape as TiDB's table info shows it, and its identity.
 
-TiCDC fills it from TiDB (spec: ticdc-simple-protocol.md, TableSchema, Column
-and Index definitions; TiCDC simple ``newTableSchema``).  The sink has no TiDB,
+TiCDC fills it from TiDB (TiDB docs: *TiCDC Simple Protocol*, TableSchema, Column
+and Index definitions; TiCDC ``pkg/sink/codec/simple/message.go`` ``newTableSchema``).  The sink has no TiDB,
 so it takes what TiDB would store from the column model: TiDB's short type name,
 its Flen, the scale or fsp, the members, the unsigned and zerofill flags (BIT and
 YEAR are always unsigned, YEAR zerofill), utf8mb4 for text and ``binary``
