@@ -170,6 +170,26 @@ def test_greedy_packing_is_tiCDCs_each_message_as_full_as_the_limit_allows():
     assert (messages.byte_lengths() + 36).tolist()[:3] == [limit] * 3
 
 
+def test_frames_split_where_both_max_batch_size_and_max_message_bytes_bind():
+    """TiCDC's rule with both limits: a new message when the open one holds max-batch-size events, or when its
+    length (8 + 36 bytes, then each event's key, value and 16 length bytes) would pass max-message-bytes."""
+    vals = ["y"] * 5 + ["b" * 216] + ["y"] * 3 + ["b" * 216] * 2 + ["y"]
+    rows = [op("INSERT", TXN1, 10 + i, val) for i, val in enumerate(vals)]
+    keys, values = events(rows, column_types="val VARCHAR(255)")
+    small, big = (len(keys[i]) + len(values[i]) + 16 for i in (0, 5))
+    assert 2 * small < big <= 3 * small  # a big event fits beside one small one, not beside two or a big one
+    limit = 44 + 4 * small  # four small events fit: three of them close a message by count alone
+    _, _, messages = frames(rows, [0] * 12, max_batch_size="3", max_message_bytes=str(limit),
+                            column_types="val VARCHAR(255)")
+    # By count alone the second message would be small, small, big: over the limit, so bytes bind too.
+    # S S S | S S | B S | S S | B | B S
+    assert [len(split_frame(messages.values[i].as_py(), versioned=False)) for i in range(len(messages))] == \
+        [3, 2, 2, 2, 1, 2]
+    assert messages.rows.tolist() == [0, 3, 5, 7, 9, 10]
+    assert (messages.byte_lengths() + 36).tolist() == \
+        [44 + 3 * small, 44 + 2 * small, 44 + big + small, 44 + 2 * small, 44 + big, 44 + big + small]
+
+
 def test_the_size_boundary_where_one_event_exactly_fits():
     # The reference's check: a varchar(10) primary-key row ("aa", "bb") fits 188 bytes exactly.
     s = schema(("_commit_ts", T.LongType()), ("a", T.StringType(), False), ("b", T.StringType()))
