@@ -3,6 +3,7 @@ dispatcher tests expect (16 partitions) and the rules of TiCDC's dispatchers (``
 
 from __future__ import annotations
 
+import datetime as dt
 import zlib
 
 import numpy as np
@@ -94,6 +95,17 @@ def test_value_text_hashing_uses_ticdc_renderings():
     got = partitions(s, [{"d": __import__("decimal").Decimal("1.5"), "f": float("nan")}], count=2**32,
                      table="t", partition="columns", partition_columns="d,f")
     assert got == [base ^ zlib.crc32(b"d1.50") ^ zlib.crc32(b"f0")]
+
+
+def test_index_value_hashes_a_timestamp_key_as_wall_clock_time_in_the_time_zone():
+    """TiCDC hashes a TIMESTAMP's text in the changefeed's time zone, with the column's fsp digits."""
+    s = schema(("ts", T.TimestampType(), False), ("v", T.IntegerType()))
+    rows = [{"ts": dt.datetime(2024, 1, 2, 18, 4, 5, 678000, tzinfo=dt.timezone.utc), "v": 1},
+            {"ts": dt.datetime(2023, 6, 30, 4, 0, 0, 1000, tzinfo=dt.timezone.utc), "v": 2}]
+    shanghai = [b"2024-01-03 02:04:05.678", b"2023-06-30 12:00:00.001"]  # UTC+8
+    expected = [(zlib.crc32(b"testt") ^ zlib.crc32(b"ts" + text)) % 16 for text in shanghai]
+    assert partitions(s, rows, table="t", primary_key="ts", partition="index-value", time_zone="Asia/Shanghai",
+                      column_types="ts TIMESTAMP(3)") == expected
 
 
 def test_topic_expression_substitutes_and_sanitizes_names():
