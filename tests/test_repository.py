@@ -63,3 +63,15 @@ def test_the_check_catches_the_ways_a_path_is_written(line):
 
 def test_the_check_ignores_the_word_in_prose():
     assert not team_folder_references("Rendering helpers shared by the codecs; the shared test helpers")
+
+
+def test_every_package_of_the_sink_is_installed():
+    """pyproject lists the packages: one left out works from a clone but not from a wheel."""
+    import tomllib
+
+    setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    packages = {".".join(init.parent.relative_to(ROOT).parts) for init in (ROOT / "ticdc_sink").rglob("__init__.py")}
+    assert set(setuptools["packages"]) == packages
+    for package, files in setuptools["package-data"].items():
+        for name in files:
+            assert (ROOT / package.replace(".", "/") / name).exists(), (package, name)
