@@ -564,7 +564,8 @@ def test_registry_client_settings_are_collected_and_their_secrets_masked():
     c = parse_options(with_base(**{**AVRO, "schema-registry": "https://u:pw@sr:8081"}, topic="{schema}_{table}",
                                 **{"schema-registry.basic.auth.user.info": "u:pw",
                                    "Schema-Registry.ssl.ca.location": "/ca.pem"}))
-    assert c.protocol_options.schema_registry_settings == (("basic.auth.user.info", "u:pw"), ("ssl.ca.location", "/ca.pem"))
+    assert c.protocol_options.schema_registry_settings == (("basic.auth.user.info", "u:pw"),
+                                                            ("ssl.ca.location", "/ca.pem"))
     assert "pw" not in repr(c)
     assert "ssl.ca.location', '/ca.pem'" in repr(c)
 

@@ -1,5 +1,6 @@
 """Partition dispatchers and topic expressions, checked against the partitions TiCDC's own
-dispatcher tests expect (16 partitions) and the rules of TiCDC's dispatchers (``downstreamadapter/sink/eventrouter/``)."""
+dispatcher tests expect (16 partitions) and the rules of TiCDC's dispatchers
+(``downstreamadapter/sink/eventrouter/``)."""
 
 from __future__ import annotations
 

@@ -13,7 +13,8 @@ from confluent_kafka import Consumer, TopicPartition
 
 from test_spark_sink import BASE_TS, CHANGES, row
 from ticdc_sink.codec.base import DDLEvent, RowEvent, WatermarkEvent
-from ticdc_sink.codec.simple import avro_wire as simple_avro, json_wire as simple_json
+from ticdc_sink.codec.simple.avro_wire import SimpleAvro
+from ticdc_sink.codec.simple.json_wire import SimpleJSON
 from ticdc_sink.codec.simple.decoder import SimpleDecoder
 
 pytestmark = [pytest.mark.spark, pytest.mark.broker]
@@ -86,4 +87,4 @@ def test_a_consumer_that_joins_mid_stream_learns_the_schema_from_a_bootstrap(spa
 
 
 def read(value: bytes) -> dict:
-    return (simple_avro.read if value[:1] == b"\x16" else simple_json.read)(value)
+    return (SimpleAvro.read if value[:1] == b"\x16" else SimpleJSON.read)(value)

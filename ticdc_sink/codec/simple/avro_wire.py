@@ -34,6 +34,7 @@ from ...render import value_text
 from ...table.schema import Column
 from ..shared.avro_binary import concat, fixed_width, length_prefixed, nullable, varints
 from .table_schema import ColumnInfo, SimpleTable
+from .wire import SimpleWire
 
 SCHEMA = fastavro.parse_schema(json.loads(
     resources.files(__package__).joinpath("simple_avro_schema.json").read_text(encoding="utf-8")))
@@ -74,11 +75,11 @@ def _assemble(parts: list, n: int) -> pa.Array:
     return concat([_constant(p) if isinstance(p, bytes) else p for p in merged], n)
 
 
-class SimpleAvro:
+class SimpleAvro(SimpleWire):
     """Simple messages in TiCDC's Avro schema."""
 
     def __init__(self, time_zone: str):
-        self.time_zone = time_zone
+        super().__init__(time_zone)
         self._timestamp_head = _constant(_string(time_zone))
 
     # -- rows
@@ -153,6 +154,18 @@ class SimpleAvro:
                                        "buildTs": build_ts, "tableSchema": table_schema,
                                        "preTableSchema": pre_table_schema})
 
+    @staticmethod
+    def read(value: bytes) -> dict:
+        """A message as the JSON encoding's fields: the payload's non-null fields, the message type for WATERMARK
+        and BOOTSTRAP, and ``schema`` for a table schema's ``database``."""
+        message = fastavro.schemaless_reader(io.BytesIO(value), SCHEMA, None)
+        doc = {name: v for name, v in message["payload"].items() if v is not None}
+        doc.setdefault("type", message["type"])  # DDL and DML payloads carry their own
+        for name in ("tableSchema", "preTableSchema"):
+            if name in doc:
+                doc[name]["schema"] = doc[name].pop("database")
+        return doc
+
 
 def _column(c: ColumnInfo) -> dict:
     flagged = c.mysql_type in _FLAGGED_TYPES
@@ -169,14 +182,3 @@ def _message(message_type: str, record: str, payload: dict) -> bytes:
                                              {"type": message_type, "payload": (_NAMESPACE + record, payload)}))
     return out.getvalue()
 
-
-def read(value: bytes) -> dict:
-    """A message as the JSON encoding's fields: the payload's non-null fields, the message type for WATERMARK
-    and BOOTSTRAP, and ``schema`` for a table schema's ``database``."""
-    message = fastavro.schemaless_reader(io.BytesIO(value), SCHEMA, None)
-    doc = {name: v for name, v in message["payload"].items() if v is not None}
-    doc.setdefault("type", message["type"])  # DDL and DML payloads carry their own
-    for name in ("tableSchema", "preTableSchema"):
-        if name in doc:
-            doc[name]["schema"] = doc[name].pop("database")
-    return doc

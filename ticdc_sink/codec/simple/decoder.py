@@ -9,7 +9,8 @@ from typing import Any
 from ...render import go_float_text
 from ..base import DDLEvent, Decoder, RowEvent, WatermarkEvent
 from ..shared.decoding import text_value, typed_row, unsigned_64
-from . import avro_wire as simple_avro, json_wire as simple_json
+from .avro_wire import SimpleAvro
+from .json_wire import SimpleJSON
 
 SchemaKey = tuple[str, str, int]  # (database, table, version)
 
@@ -36,7 +37,7 @@ class SimpleDecoder(Decoder):
         return len(self._waiting)
 
     def decode(self, key: bytes | None, value: bytes) -> list:
-        doc = (simple_avro.read if value[:1] == b"\x16" else simple_json.read)(value)
+        doc = (SimpleAvro.read if value[:1] == b"\x16" else SimpleJSON.read)(value)
         if doc["type"] == "WATERMARK":
             return [WatermarkEvent(doc["commitTs"])]
         if doc["type"] in ("INSERT", "UPDATE", "DELETE"):

@@ -32,6 +32,7 @@ from ..shared.ddl_types import CANAL_DDL_TYPES, CANAL_TYPE_NAMES, canal_ddl_type
 from .avro_wire import SimpleAvro
 from .json_wire import SimpleJSON
 from .table_schema import SimpleTable, simple_table, table_id
+from .wire import SimpleWire
 
 # Table-level DDL whose table had the same shape before it (RENAME: under its old name).
 _SAME_SHAPE_BEFORE = frozenset({"rename table", "rename tables", "truncate table", "drop table"})
@@ -42,7 +43,7 @@ class SimpleEncoder(SendsTableSchemas, Encoder):
 
     def __init__(self, config: SinkConfig, table: TableSchema | None, **context):
         super().__init__(config, table, **context)
-        self.wire = (SimpleAvro if self.options.encoding_format == "avro" else SimpleJSON)(config.time_zone)
+        self.wire: SimpleWire = (SimpleAvro if self.options.encoding_format == "avro" else SimpleJSON)(config.time_zone)
         if table is None:  # control events only (emit_ddl)
             return
         self.shape = simple_table(table, config)

@@ -22,17 +22,18 @@ from ...table.schema import Column
 from ..shared.json_text import (GO_JSON, base64_fragments, concat, json_fragments, object_parts, quote_json,
                                 quote_json_array)
 from .table_schema import SimpleTable
+from .wire import SimpleWire
 
 VERSION = 1
 _DML_TYPES = np.array(["", '"INSERT"', '"UPDATE"', '"DELETE"'], dtype=object)  # by OP_*
 
 
-class SimpleJSON:
+class SimpleJSON(SimpleWire):
     """Simple messages as TiCDC's JSON marshaller writes them."""
 
     def __init__(self, time_zone: str):
+        super().__init__(time_zone)
         self._timestamp_head = f'{{"location":{quote_json(time_zone, GO_JSON)},"value":"'
-        self.time_zone = time_zone
 
     # -- rows
 
@@ -92,10 +93,10 @@ class SimpleJSON:
             value += ',"preTableSchema":' + pre_table_schema
         return value + "}"
 
+    @staticmethod
+    def read(value: bytes) -> dict:
+        return json.loads(value)
+
 
 def _quoted(names: pa.Array | str) -> pa.Array | str:
     return quote_json(names, GO_JSON) if isinstance(names, str) else quote_json_array(names, GO_JSON)
-
-
-def read(value: bytes) -> dict:
-    return json.loads(value)
