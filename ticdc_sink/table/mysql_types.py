@@ -146,12 +146,13 @@ class MySQLType:
     @property
     def short_name(self) -> str:
         """``TypeToStr`` plus ``unsigned``/``zerofill``: Canal's ``mysqlType``."""
-        name = self.base_name
-        if self.unsigned and self.kind not in {"bit", "year"}:
-            name += " unsigned"
-        if self.zerofill and self.kind != "year":
-            name += " zerofill"
-        return name
+        return self.base_name + self._attributes
+
+    @property
+    def _attributes(self) -> str:
+        """`` unsigned`` and `` zerofill`` as TiDB writes them (never for BIT and YEAR, whose flags are implied)."""
+        text = " unsigned" if self.unsigned and self.kind not in {"bit", "year"} else ""
+        return text + (" zerofill" if self.zerofill and self.kind != "year" else "")
 
     @property
     def full_name(self) -> str:
@@ -170,11 +171,7 @@ class MySQLType:
             name += f"({self.length},{self.decimals})"
         elif self.kind in INTEGER_KINDS or self.kind in {"bit", "year", "char", "varchar"}:
             name += f"({self.length})"
-        if self.unsigned and self.kind not in {"bit", "year"}:
-            name += " unsigned"
-        if self.zerofill and self.kind != "year":
-            name += " zerofill"
-        return name
+        return name + self._attributes
 
     @property
     def flen(self) -> int:
