@@ -137,7 +137,7 @@ def demo_registry(protocol: str, url: str | None) -> Iterator[str | None]:
     if protocol != "avro" or url:
         yield url
         return
-    path = Path(__file__).resolve().parents[1] / "tests" / "schema_registry_double.py"
+    path = Path(__file__).resolve().parents[2] / "tests" / "schema_registry_double.py"
     if not path.exists():
         raise CommandError("the avro demo starts the Schema Registry test double of the repository's tests/ "
                            f"folder, which is not at {path}: run it from a clone, or give --schema-registry URL")
