@@ -391,8 +391,8 @@ def test_a_task_outliving_its_transaction_timeout_fails_in_one_line_and_its_retr
 ZOMBIE = """
 import sys, time, json
 from ticdc_sink.options import parse_options
-from ticdc_sink.kafka_io import TransactionalOutput
-from ticdc_sink.messages import Messages
+from ticdc_sink.kafka.transactions import TransactionalOutput
+from ticdc_sink.kafka.messages import Messages
 options, transactional_id, marker_group, ready, outcome, release = json.loads(sys.argv[1])
 zombie = TransactionalOutput(parse_options(options), transactional_id, marker_group)
 zombie.start()

@@ -20,7 +20,7 @@ class BrokerUnderTest:
     security: dict = field(default_factory=dict)  # librdkafka's security settings, where the broker asks for them
 
     def read(self, topic: str, **options) -> list:
-        """Every message of ``topic``, in partition and offset order (``kafka_io.read_messages``'s options)."""
+        """Every message of ``topic``, in partition and offset order (``kafka.topic_reader.read_messages``'s options)."""
         from ticdc_sink.kafka.topic_reader import read_messages
 
         return read_messages(self.bootstrap_servers, topic,
