@@ -42,4 +42,4 @@ def test_bootstraps_go_to_every_partition_or_the_first_and_zero_turns_them_off()
     assert type(simple)(first_only, simple.table).bootstrap_messages("simple", "user", "t").partitions.tolist() == [0]
     for off in ({"send_bootstrap_interval_in_sec": 0}, {"send_bootstrap_in_msg_count": 0}):
         assert type(simple)(with_options(simple.config, **off), simple.table).bootstrap_version is None
-    assert changes.tables_of_rows()[0] == [("simple", "user")]
+    assert changes.tables_of_rows[0] == [("simple", "user")]

@@ -10,6 +10,7 @@ there, and every failure names the column, the value and the row's key.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -129,8 +130,10 @@ class ChangeBatch:
     def row_key(self, row: int) -> str:
         return self.keys.describe(row)
 
+    @functools.cached_property
     def tables_of_rows(self) -> tuple[list[tuple[str, str]], np.ndarray]:
-        """The batch's distinct (database, table) and, per row, the index of its own."""
+        """The batch's distinct (database, table) and, per row, the index of its own (computed once a batch:
+        Simple needs them for its table ids and for its due BOOTSTRAPs)."""
         names = pc.binary_join_element_wise(self.databases, self.tables, string_scalar("\x00")).dictionary_encode()
         tables = [tuple(name.split("\x00")) for name in names.dictionary.to_pylist()]
         return tables, names.indices.to_numpy(zero_copy_only=False)

@@ -74,7 +74,7 @@ class SimpleEncoder(SendsTableSchemas, Encoder):
         rows = row_messages(self.config, batch, routing, None, self.encode_values(batch))
         if self.bootstraps_due is None:
             return rows
-        tables, table_of_row = batch.tables_of_rows()
+        tables, table_of_row = batch.tables_of_rows
         first_row = {table: int(np.argmax(table_of_row == i)) for i, table in enumerate(tables)}
         counts = np.bincount(table_of_row, minlength=len(tables)).tolist()
         due = self.bootstraps_due(dict(zip(tables, counts)))
@@ -84,7 +84,7 @@ class SimpleEncoder(SendsTableSchemas, Encoder):
 
     def _table_ids(self, batch: ChangeBatch) -> np.ndarray | int:
         """Each row's ``tableID``: one per table name (the batch has one, but for a ``_table`` column)."""
-        tables, table_of_row = batch.tables_of_rows()
+        tables, table_of_row = batch.tables_of_rows
         ids = [table_id(*table, self.config) for table in tables]
         if len(ids) == 1:
             return ids[0]
