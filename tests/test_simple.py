@@ -184,6 +184,7 @@ def test_the_documents_messages_decode_once_their_schema_arrived():
     """The document's consumer scenarios: rows wait for the DDL or BOOTSTRAP that brings their schema."""
     from ticdc_sink.codec.base import DDLEvent, RowEvent, WatermarkEvent
     from ticdc_sink.codec.simple.decoder import SimpleDecoder
+    from ticdc_sink.table.mysql_types import MySQLType
 
     decoder = SimpleDecoder()
     # Joined in the middle: the INSERT and UPDATE come before any schema of user at their version.
@@ -195,8 +196,10 @@ def test_the_documents_messages_decode_once_their_schema_arrived():
     # The ALTER's preTableSchema is user at the rows' version: they come out after it, in arrival order.
     ddl, insert, update = decoder.decode(None, golden("ddl-alter-add-column").encode())
     assert ddl == DDLEvent("simple", "user", ADD_CREATE_TIME, "ALTER", 447987408682614795)
+    int_11 = MySQLType("int", length=11)  # the types as the schema's dataType states them
     assert insert == RowEvent("INSERT", "simple", "user", 447984084414103554, JOHN, None, ["id"],
-                              {"id": "int", "name": "varchar", "age": "int", "score": "float"})
+                              {"id": int_11, "name": MySQLType("varchar", length=255), "age": int_11,
+                               "score": MySQLType("float", length=12)})
     assert (update.type, update.columns["score"], update.old["score"]) == ("UPDATE", 95.0, 90.5)
     [delete] = decoder.decode(None, golden("dml-delete").encode())  # known from now on
     assert (delete.type, delete.columns, delete.old) == ("DELETE", {**JOHN, "score": 95.0}, None)

@@ -13,6 +13,7 @@ from ..ddl import DDLChange
 from ..dispatch import Routing
 from ..kafka.messages import Messages
 from ..option_values import OptionGroup
+from ..table.mysql_types import MySQLType
 from ..table.schema import TableSchema
 
 Table = tuple[str, str]  # (database, table)
@@ -105,7 +106,8 @@ class RowEvent:
     columns: dict[str, Any]
     old: dict[str, Any] | None = None
     primary_keys: list[str] = field(default_factory=list)
-    mysql_types: dict[str, str] = field(default_factory=dict)
+    # Each column's type as far as the protocol carries it (``table.type_grammar.carried_type``).
+    column_types: dict[str, MySQLType] = field(default_factory=dict)
 
 
 @dataclass
@@ -147,3 +149,8 @@ class Decoder(ABC):
     def waiting(self) -> int:
         """Rows held back until what types them arrives."""
         return 0
+
+    @property
+    def carries_watermarks(self) -> bool:
+        """Whether a topic of this protocol, with these options, holds watermark events (resolved ts)."""
+        return False

@@ -208,3 +208,17 @@ def with_defaults(t: MySQLType) -> MySQLType:
     if t.kind == "decimal" and t.decimals is None:
         t = replace(t, decimals=0)
     return t
+
+
+_KIND_OF_CODE = {kind.code: name for name, kind in reversed(list(_KINDS.items()))}  # first kind per code wins
+
+
+def type_of_code(code: int, flag: int) -> MySQLType:
+    """The type an Open Protocol column's type code and flags tell: its kind, charset and sign; no widths,
+    scales or members (the protocol carries none)."""
+    kind = _KIND_OF_CODE.get(code)
+    if kind is None:
+        raise ValueError(f"unknown MySQL type code {code}")
+    binary = bool(flag & FLAG_BINARY) and kind in STRING_KINDS
+    unsigned = bool(flag & FLAG_UNSIGNED) and (kind in INTEGER_KINDS or kind in ("float", "double", "decimal"))
+    return MySQLType(kind, binary=binary, unsigned=unsigned)

@@ -132,6 +132,23 @@ def parse_mysql_type(text: str) -> MySQLType:
     )
 
 
+def carried_type(text: str) -> MySQLType:
+    """A column's type as a protocol carries it (Canal's ``mysqlType``, Simple's ``dataType``, Debezium's
+    ``tidb_type``), which may lack what the grammar asks of a declaration: ENUM and SET without their
+    members, VARBINARY without a length.  Such a type keeps its kind and attributes, and no parameters."""
+    try:
+        return parse_mysql_type(text)
+    except TypeSyntaxError:
+        words = text.lower().replace("(", " ").split()
+        name = words[0] if words else ""
+        binary = False
+        if name in _ALIASES:
+            name, binary = _ALIASES[name]
+        if name not in KIND_NAMES:
+            raise
+        return MySQLType(name, binary=binary, unsigned="unsigned" in words, zerofill="zerofill" in words)
+
+
 def _text_kind_for(n: int, binary: bool) -> str:
     """TEXT(n)/BLOB(n): the smallest kind that holds n characters (4 bytes each in utf8mb4)."""
     size = n if binary else n * 4

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import io
 import json
@@ -11,6 +12,8 @@ from typing import Any, Callable
 import fastavro
 
 from ...config import SinkConfig
+from ...table.mysql_types import MySQLType
+from ...table.type_grammar import carried_type
 from ..base import Decoder, RowEvent
 from ..shared.decoding import allowed_members, enum_index, set_bitmask, unsigned_64
 from ..shared.schema_registry import UsesSchemaRegistry, split_confluent
@@ -59,8 +62,9 @@ class _Reader:
         self.table = schema["name"]
         self.database = schema.get("namespace", "").partition(".")[2]
         self._parsed = fastavro.parse_schema(schema)
-        self._converters = {f["name"]: _converter(f["type"]) for f in schema["fields"]
-                            if f["name"] not in _EXTENSION_NAMES}
+        columns = [(f["name"], _value_type(f["type"])) for f in schema["fields"] if f["name"] not in _EXTENSION_NAMES]
+        self._converters = {name: _converter(avro_type) for name, avro_type in columns}
+        self.column_types = {name: _column_type(avro_type) for name, avro_type in columns}
 
     def read(self, payload: bytes) -> tuple["_Reader", dict[str, Any], dict[str, Any]]:
         record_ = fastavro.schemaless_reader(io.BytesIO(payload), self._parsed, None)
@@ -70,16 +74,36 @@ class _Reader:
 
     def event(self, kind: str, columns: dict, key_columns: dict, commit_ts: int | None) -> RowEvent:
         return RowEvent(type=kind, database=self.database, table=self.table, commit_ts=commit_ts,
-                        columns=columns, primary_keys=list(key_columns))
+                        columns=columns, primary_keys=list(key_columns), column_types=self.column_types)
 
 
 _EXTENSION_NAMES = tuple(f["name"] for f in EXTENSION_FIELDS)
 
 
-def _converter(avro_type: Any) -> Callable[[Any], Any]:
-    """How a field's Avro value becomes the TiDB value, by its ``tidb_type`` (and ``allowed``)."""
-    if isinstance(avro_type, list):  # ["null", T]
+def _value_type(avro_type: Any) -> dict:
+    """A field's type without its null branch (``["null", T]``)."""
+    if isinstance(avro_type, list):
         avro_type = next(t for t in avro_type if t != "null")
+    return avro_type
+
+
+def _column_type(avro_type: dict) -> MySQLType:
+    """The column's type as the schema tells it: ``tidb_type``, the members, BIT's width, DECIMAL's precision."""
+    parameters = avro_type.get("connect.parameters", {})
+    t = carried_type(parameters.get("tidb_type", "TEXT"))
+    if t.kind in ("enum", "set"):
+        return dataclasses.replace(t, elements=tuple(allowed_members(parameters.get("allowed", ""))))
+    if t.kind == "bit":
+        return dataclasses.replace(t, length=int(parameters.get("length", 1)))
+    if t.kind == "decimal":
+        precise = avro_type.get("logicalType") == "decimal"
+        return dataclasses.replace(t, length=avro_type["precision"] if precise else None,
+                                   decimals=avro_type["scale"] if precise else None)
+    return t
+
+
+def _converter(avro_type: dict) -> Callable[[Any], Any]:
+    """How a field's Avro value becomes the TiDB value, by its ``tidb_type`` (and ``allowed``)."""
     parameters = avro_type.get("connect.parameters", {})
     tidb_type = parameters.get("tidb_type", "")
     if tidb_type == "BIGINT UNSIGNED":

@@ -4,11 +4,20 @@ from __future__ import annotations
 
 import json
 
+from ...table.type_grammar import carried_type
 from ..base import DDLEvent, Decoder, RowEvent, WatermarkEvent
 from ..shared.decoding import text_value, typed_row
 
 
 class CanalJSONDecoder(Decoder):
+    def __init__(self, config=None):
+        super().__init__(config)
+        self._column_types: dict[tuple, dict] = {}  # a table's mysqlType map -> its parsed types
+
+    @property
+    def carries_watermarks(self) -> bool:
+        return bool(self.options and self.options.enable_tidb_extension)
+
     def decode(self, key: bytes | None, value: bytes) -> list:
         doc = json.loads(value)
         extension = doc.get("_tidb") or {}
@@ -31,5 +40,12 @@ class CanalJSONDecoder(Decoder):
             columns=typed(data),
             old=typed(old),
             primary_keys=list(doc.get("pkNames") or []),
-            mysql_types=dict(types),
+            column_types=self._types_of(types),
         )]
+
+    def _types_of(self, mysql_types: dict[str, str]) -> dict:
+        key = tuple(mysql_types.items())
+        parsed = self._column_types.get(key)
+        if parsed is None:
+            parsed = self._column_types[key] = {name: carried_type(text) for name, text in mysql_types.items()}
+        return parsed

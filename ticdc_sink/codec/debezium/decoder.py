@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import datetime as dt
 import json
 from decimal import Decimal
@@ -13,7 +14,8 @@ import pyarrow as pa
 
 from ...config import SinkConfig
 from ...render import duration_text
-from ...table.type_grammar import parse_mysql_type, split_column_types
+from ...table.mysql_types import MySQLType
+from ...table.type_grammar import carried_type, parse_mysql_type, split_column_types
 from ..base import DDLEvent, Decoder, RowEvent, WatermarkEvent
 from ..shared.decoding import allowed_members, enum_index, set_bitmask, typed_row, unsigned_64
 
@@ -50,7 +52,6 @@ class DebeziumDecoder(Decoder):
         if payload["op"] == "m":
             return [WatermarkEvent(source["commit_ts"])]
         fields = self._converters(message.get("schema"))
-        tidb_types = {name: tidb_type for name, (tidb_type, _) in fields.items() if tidb_type}
 
         def value(name: str, v: Any) -> Any:
             return None if v is None else fields[name][1](v) if name in fields else v
@@ -59,14 +60,19 @@ class DebeziumDecoder(Decoder):
         new, old = typed_row(payload.get("after"), value), typed_row(payload.get("before"), value)
         return [RowEvent(type=kind, database=source["db"], table=source["table"], commit_ts=source.get("commit_ts"),
                          columns=old if kind == "DELETE" else new, old=old if kind == "UPDATE" else None,
-                         primary_keys=list(json.loads(key)["payload"]) if key else [], mysql_types=tidb_types)]
+                         primary_keys=list(json.loads(key)["payload"]) if key else [],
+                         column_types={name: column_type for name, (column_type, _) in fields.items()})]
 
-    def _converters(self, schema: dict | None) -> dict[str, tuple[str | None, Callable[[Any], Any]]]:
-        """Per column of the envelope schema: its ``tidb_type`` and how its JSON value becomes the TiDB value."""
+    @property
+    def carries_watermarks(self) -> bool:
+        return bool(self.options and self.options.enable_tidb_extension)
+
+    def _converters(self, schema: dict | None) -> dict[str, tuple[MySQLType, Callable[[Any], Any]]]:
+        """Per column of the envelope schema: its type and how its JSON value becomes the TiDB value."""
         if schema is None:
             return {}
         rows = next(f for f in schema["fields"] if f["field"] in ("after", "before"))
-        return {f["field"]: (f.get("tidb_type"), self._converter(f)) for f in rows["fields"]}
+        return {f["field"]: (_column_type(f), self._converter(f)) for f in rows["fields"]}
 
     def _converter(self, field: dict) -> Callable[[Any], Any]:
         name, schema_type, tidb_type = field.get("name"), field["type"], field.get("tidb_type", "")
@@ -99,6 +105,33 @@ class DebeziumDecoder(Decoder):
         if tidb_type in _BINARY_TIDB_TYPES:
             return base64.b64decode
         return lambda v: v
+
+
+# A field's type by its Connect schema, where the TiDB extension's ``tidb_type`` does not say it.
+_CONNECT_NAMES = {"io.debezium.time.Date": "date", "io.debezium.time.Timestamp": "datetime",
+                  "io.debezium.time.MicroTimestamp": "datetime(6)", "io.debezium.time.ZonedTimestamp": "timestamp",
+                  "io.debezium.time.MicroTime": "time", "io.debezium.time.Year": "year",
+                  "io.debezium.data.Json": "json", "io.debezium.data.Enum": "enum", "io.debezium.data.EnumSet": "set",
+                  "io.debezium.data.Bits": "bit"}
+_CONNECT_TYPES = {"int8": "tinyint", "int16": "smallint", "int32": "int", "int64": "bigint", "float": "float",
+                  "double": "double", "boolean": "bit(1)", "string": "text", "bytes": "blob"}
+
+
+def _column_type(field: dict) -> MySQLType:
+    """A column's type from its field schema: ``tidb_type`` where the extension gives it, else what the Connect
+    type and name tell; ENUM and SET members and BIT's width from the parameters."""
+    name = field.get("name")
+    t = carried_type(field.get("tidb_type") or _CONNECT_NAMES.get(name) or _CONNECT_TYPES.get(field["type"], "text"))
+    parameters = field.get("parameters", {})
+    if name == "io.debezium.data.Enum":
+        return dataclasses.replace(t, elements=tuple(allowed_members(parameters.get("allowed", ""))))
+    if name == "io.debezium.data.EnumSet":
+        return dataclasses.replace(t, elements=tuple(allowed_members(parameters.get("allowed", ""), escaped=False)))
+    if name == "io.debezium.data.Bits":
+        return dataclasses.replace(t, length=int(parameters.get("length", 1)))
+    if t.kind == "decimal":  # a double on the wire: no precision carried
+        return dataclasses.replace(t, length=None, decimals=None)
+    return t
 
 
 def _time_text(micros: int, fsp: int | None) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
+import functools
 import json
 from decimal import Decimal
 from typing import Any
@@ -11,7 +12,7 @@ from typing import Any
 from ...table.mysql_types import (FLAG_BINARY, FLAG_PRIMARY_KEY, TYPE_BIT, TYPE_BLOB, TYPE_DATE, TYPE_DATETIME,
                                   TYPE_DOUBLE, TYPE_ENUM, TYPE_FLOAT, TYPE_INT24, TYPE_LONG, TYPE_LONG_BLOB,
                                   TYPE_LONGLONG, TYPE_MEDIUM_BLOB, TYPE_NEWDECIMAL, TYPE_SET, TYPE_SHORT, TYPE_STRING,
-                                  TYPE_TIMESTAMP, TYPE_TINY, TYPE_TINY_BLOB, TYPE_VARCHAR, TYPE_YEAR)
+                                  TYPE_TIMESTAMP, TYPE_TINY, TYPE_TINY_BLOB, TYPE_VARCHAR, TYPE_YEAR, type_of_code)
 from ..base import DDLEvent, Decoder, RowEvent, WatermarkEvent
 from ..shared.decoding import typed_row
 from ..shared.json_text import go_unquote_body
@@ -28,6 +29,10 @@ class OpenProtocolDecoder(Decoder):
     text, ``bytes`` for binary strings and BLOBs.  An update without old values
     cannot be told from an insert, and reads as INSERT.
     """
+
+    @property
+    def carries_watermarks(self) -> bool:
+        return True
 
     def decode(self, key: bytes | None, value: bytes) -> list:
         keys = split_frame(key or b"")
@@ -49,7 +54,11 @@ class OpenProtocolDecoder(Decoder):
             event_type, row = ("UPDATE" if "p" in document else "INSERT"), document["u"]
         return RowEvent(type=event_type, database=key["scm"], table=key["tbl"], commit_ts=key["ts"],
                         columns=typed_row(row, _column_value), old=typed_row(document.get("p"), _column_value),
-                        primary_keys=[name for name, c in row.items() if c["f"] & FLAG_PRIMARY_KEY])
+                        primary_keys=[name for name, c in row.items() if c["f"] & FLAG_PRIMARY_KEY],
+                        column_types={name: _type_of_code(c["t"], c["f"]) for name, c in row.items()})
+
+
+_type_of_code = functools.lru_cache(maxsize=None)(type_of_code)
 
 
 def _column_value(name: str, column: dict) -> Any:

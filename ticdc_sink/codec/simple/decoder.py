@@ -4,9 +4,13 @@ DDL and BOOTSTRAP messages; rows wait for theirs)."""
 from __future__ import annotations
 
 import base64
+import dataclasses
+import functools
 from typing import Any
 
 from ...render import go_float_text
+from ...table.mysql_types import INTEGER_KINDS, MySQLType
+from ...table.type_grammar import carried_type
 from ..base import DDLEvent, Decoder, RowEvent, WatermarkEvent
 from ..shared.decoding import text_value, typed_row, unsigned_64
 from .avro_wire import SimpleAvro
@@ -36,6 +40,16 @@ class SimpleDecoder(Decoder):
     def waiting(self) -> int:
         return len(self._waiting)
 
+    @property
+    def carries_watermarks(self) -> bool:
+        return True
+
+    def learn_schema(self, table_schema: dict) -> None:
+        """Know a table schema (a ``tableSchema`` object) before its DDL or BOOTSTRAP arrives: a reader that
+        starts mid-stream types rows by the schema it found earlier in the topic."""
+        self._schemas.setdefault((table_schema["schema"], table_schema["table"], table_schema["version"]),
+                                 table_schema)
+
     def decode(self, key: bytes | None, value: bytes) -> list:
         doc = (SimpleAvro.read if value[:1] == b"\x16" else SimpleJSON.read)(value)
         if doc["type"] == "WATERMARK":
@@ -48,8 +62,7 @@ class SimpleDecoder(Decoder):
             return [event]
         for name in ("tableSchema", "preTableSchema"):
             if name in doc:
-                schema = doc[name]
-                self._schemas.setdefault((schema["schema"], schema["table"], schema["version"]), schema)
+                self.learn_schema(doc[name])
         table = doc.get("tableSchema") or {}
         ddl = DDLEvent(table.get("schema", ""), table.get("table", ""), doc.get("sql", ""), doc["type"],
                        doc.get("commitTs", 0))  # Avro's BOOTSTRAP has none; JSON's says 0
@@ -75,7 +88,22 @@ class SimpleDecoder(Decoder):
         return RowEvent(type=doc["type"], database=doc["database"], table=doc["table"], commit_ts=doc["commitTs"],
                         columns=typed(doc["old"] if is_delete else doc["data"]),
                         old=None if is_delete else typed(doc.get("old")), primary_keys=list(primary),
-                        mysql_types={name: t["mysqlType"] for name, t in types.items()})
+                        column_types={name: _column_type(t) for name, t in types.items()})
+
+
+@functools.lru_cache(maxsize=4096)
+def _carried(mysql_type: str, unsigned: bool, length: int | None, decimals: int | None,
+             elements: tuple[str, ...]) -> MySQLType:
+    t = carried_type(mysql_type)
+    numeric = t.kind in INTEGER_KINDS or t.kind in ("float", "double", "decimal")
+    return dataclasses.replace(t, unsigned=t.unsigned or (unsigned and numeric), length=length, decimals=decimals,
+                               elements=elements)
+
+
+def _column_type(data_type: dict) -> MySQLType:
+    """A column's type from its ``dataType``: the name, with the width, scale, members and sign it states."""
+    return _carried(data_type["mysqlType"], bool(data_type.get("unsigned")), data_type.get("length"),
+                    data_type.get("decimal"), tuple(data_type.get("elements") or ()))
 
 
 def _decode_value(value: Any, data_type: dict) -> Any:
