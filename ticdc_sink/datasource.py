@@ -1,4 +1,5 @@
-"""The Spark data source ``ticdc``: options -> a validated ``WritePlan``; batch and stream writers.
+"""The Spark data source ``ticdc``: batch and stream writers (options -> a validated ``WritePlan``), and batch and
+stream readers (``source/``).
 
 Both writers feed the same pipeline (``writer.WritePlan``) with Arrow record
 batches: Spark's Arrow writers where this pyspark has them (batch since 4.0,
@@ -15,7 +16,7 @@ from typing import Iterator
 from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, DataSourceStreamWriter
 
 from .codec import check_services
-from .errors import ConfigError, TiCDCSinkError
+from .errors import ConfigError
 from .kafka.producer import check_brokers
 from .options import SPARK_OWN_OPTIONS, parse_options
 from .sink.driver import abort_batch, commit_batch
@@ -23,6 +24,9 @@ from .sink.report import TaskReport
 from .sink.spark_rows import arrow_schema_of, rows_to_record_batches
 from .sink.task import WritePlan
 from .sink.task_input import spark_batches
+from .source.layout import ReadLayout
+from .source.options import parse_read_options
+from .source.reader import TiCDCBatchReader, TiCDCStreamReader, find_layout
 
 try:  # pyspark >= 4.1
     from pyspark.sql.datasource import DataSourceStreamArrowWriter
@@ -41,19 +45,30 @@ NO_OPTIONS_HELP = (
 
 
 class TiCDCDataSource(DataSource):
-    """Writes row changes to Kafka in TiCDC's protocols. Write-only."""
+    """Writes row changes to Kafka in TiCDC's protocols, and reads TiCDC's topics back as row changes."""
+
+    _found: ReadLayout | None = None  # the layout schema() found, for the reader Spark asks for next
 
     @classmethod
     def name(cls) -> str:
         return "ticdc"
 
     def schema(self):
-        # Spark asks for a schema only when a view or table over the sink declares no columns.
-        raise TiCDCSinkError(
-            "a view over the ticdc sink needs a column list: the sink is write-only and cannot guess the "
-            "table's columns; declare them, e.g. "
-            "CREATE TEMPORARY VIEW v (_op STRING, id INT, name STRING) USING ticdc OPTIONS (...)"
-        )
+        """A read's schema where the user gave none: its table's columns, from the first of its rows in the
+        topics (Spark also asks when a view over the source declares no columns)."""
+        self._found = find_layout(parse_read_options(self.options))
+        return self._found.spark_schema()
+
+    def _layout(self, schema) -> ReadLayout:
+        if self._found is not None and self._found.spark_schema() == schema:
+            return self._found
+        return ReadLayout.from_schema(parse_read_options(self.options), schema)
+
+    def reader(self, schema) -> TiCDCBatchReader:
+        return TiCDCBatchReader(self._layout(schema))
+
+    def streamReader(self, schema) -> TiCDCStreamReader:
+        return TiCDCStreamReader(self._layout(schema))
 
     def _plan(self, schema, job_id: str | None = None) -> WritePlan:
         own = {k: v for k, v in self.options.items() if str(k).lower() not in SPARK_OWN_OPTIONS}

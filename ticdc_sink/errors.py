@@ -48,3 +48,7 @@ class TaskTimeoutError(DeliveryError):
 
 class InputCutShortError(TiCDCSinkError):
     """Spark stopped feeding a task (an operator before the sink failed): the attempt must not commit."""
+
+
+class ReadError(TiCDCSinkError):
+    """A message a read cannot use: names its topic, partition and offset, and why."""

@@ -99,8 +99,12 @@ def _check_agrees(key: str, value: str, uri_value: str | None) -> None:
         raise ConfigError(key, value, f"sink-uri already sets it to {mask(key, uri_value)!r}")
 
 
-def parse_options(options: Mapping[str, str]) -> SinkConfig:
-    """Validate the data source options (Spark passes them case-insensitively)."""
+def parse_options(options: Mapping[str, str], *, reading: bool = False) -> SinkConfig:
+    """Validate the data source options (Spark passes them case-insensitively).
+
+    ``reading``: for the reader (``source/options.py``), which takes the topics its own way and uses the
+    config to decode: the sink's topic rules do not apply.
+    """
     given = {str(k).lower(): str(v) for k, v in options.items() if v is not None}
     values: dict[str, str] = {}
     kafka: dict[str, str] = {}
@@ -136,10 +140,10 @@ def parse_options(options: Mapping[str, str]) -> SinkConfig:
         _check_agrees(key, value, values.get(key))
         values[key] = value
 
-    return _build(values, kafka, registry)
+    return _build(values, kafka, registry, reading)
 
 
-def _build(values: dict[str, str], kafka: dict[str, str], registry: dict[str, str]) -> SinkConfig:
+def _build(values: dict[str, str], kafka: dict[str, str], registry: dict[str, str], reading: bool) -> SinkConfig:
     # The protocol first: without its codec no other option can be used, and the
     # rules of some (an avro topic) would send the user after the wrong fix.
     if "protocol" not in values:
@@ -147,7 +151,7 @@ def _build(values: dict[str, str], kafka: dict[str, str], registry: dict[str, st
     protocol = parse_protocol(values["protocol"])
     if not kafka.get("bootstrap.servers"):
         raise ConfigError(
-            "kafka.bootstrap.servers", None, "required: the brokers to write to, e.g. host1:9092,host2:9092"
+            "kafka.bootstrap.servers", None, "required: the brokers to use, e.g. host1:9092,host2:9092"
         )
     if "topic" not in values:
         raise ConfigError("topic", None, "required: a topic name, or an expression with {schema} and {table}")
@@ -184,7 +188,7 @@ def _build(values: dict[str, str], kafka: dict[str, str], registry: dict[str, st
         parsed["order_check"] = parse_choice("order-check", parsed["order_check"], ORDER_CHECKS)
 
     topic = str(parsed["topic"])
-    if not _TOPIC_EXPRESSION.match(topic) or not topic:
+    if not reading and (not _TOPIC_EXPRESSION.match(topic) or not topic):
         raise ConfigError(
             "topic", topic, "a Kafka topic name ([A-Za-z0-9._-]) or an expression like tidb_{schema}_{table}"
         )
@@ -192,8 +196,8 @@ def _build(values: dict[str, str], kafka: dict[str, str], registry: dict[str, st
     if issubclass(options_class, RegistryOptions):
         protocol_values["schema_registry_settings"] = tuple(sorted(registry.items()))
     shared = SinkConfig(**parsed)
-    protocol_options = options_class(**protocol_values).resolve(shared)
-    if "{" not in topic and not _TOPIC_NAME.match(topic):
+    protocol_options = options_class(**protocol_values).resolve(shared, reading=reading)
+    if not reading and "{" not in topic and not _TOPIC_NAME.match(topic):
         raise ConfigError("topic", topic, "a Kafka topic name is 1..249 characters of [A-Za-z0-9._-]")
     default_topic = parsed.get("default_topic")
     if default_topic is not None and not _TOPIC_NAME.match(str(default_topic)):

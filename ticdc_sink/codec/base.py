@@ -23,8 +23,9 @@ class ProtocolOptions(OptionGroup):
     """The options one protocol has (each protocol's ``options.py``): a frozen dataclass whose fields are its
     options, parsed from the same option map as the sink's own (``options.py``)."""
 
-    def resolve(self, config: SinkConfig) -> "ProtocolOptions":
-        """These options checked against the sink's (a topic rule), with the rules that tie options together."""
+    def resolve(self, config: SinkConfig, *, reading: bool = False) -> "ProtocolOptions":
+        """These options checked against the sink's (a topic rule, which a reader skips), with the rules that tie
+        options together."""
         return self
 
 
@@ -154,3 +155,12 @@ class Decoder(ABC):
     def carries_watermarks(self) -> bool:
         """Whether a topic of this protocol, with these options, holds watermark events (resolved ts)."""
         return False
+
+    @property
+    def table_schemas(self) -> tuple[dict, ...]:
+        """The table schemas this decoder learned from messages (Simple's), for another decoder to start with."""
+        return ()
+
+    def learn_table_schemas(self, schemas: tuple[dict, ...]) -> None:
+        """Start with table schemas another decoder learned: a reader that starts mid-topic types rows by the
+        schemas found earlier in it."""

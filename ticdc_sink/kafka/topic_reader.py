@@ -1,8 +1,10 @@
-"""Reading a topic from its beginning without a consumer group: for ``tail``, the demo and the tests."""
+"""Reading topics without a consumer group: a whole topic (``tail``, the demo, the tests) and offset ranges (the
+reader)."""
 
 from __future__ import annotations
 
 import time
+import uuid
 from typing import Iterator
 
 from confluent_kafka import KafkaError
@@ -60,3 +62,52 @@ def read_messages(bootstrap_servers: str, topic: str, idle_seconds: float = 5.0,
     """Every message of ``topic`` (see ``iter_messages``), in partition and offset order."""
     messages = iter_messages(bootstrap_servers, topic, idle_seconds, max_messages, settings, expect)
     return sorted(messages, key=lambda m: (m.partition(), m.offset()))
+
+
+def reader_settings(settings: dict) -> dict:
+    """A consumer's settings for reading offset ranges: no group offsets kept, partition ends reported."""
+    return {**settings, "group.id": f"ticdc-sink-reader-{uuid.uuid4().hex}", "enable.auto.commit": False,
+            "enable.partition.eof": True, "auto.offset.reset": "earliest"}
+
+
+def iter_range(consumer, topic: str, partition: int, start: int, end: int, timeout_seconds: float) -> Iterator:
+    """The messages of one partition at offsets ``[start, end)``, in order, through ``consumer``.
+
+    Transaction markers and aborted records take offsets but arrive as no
+    message, so the range also ends where the consumer's position or a
+    partition end passes ``end``.  A partition end short of ``end`` does not
+    end it (some brokers report wrong high watermarks); ``timeout_seconds``
+    without a message does, as an error.
+    """
+    from confluent_kafka import TopicPartition
+
+    if start >= end:
+        return
+    consumer.assign([TopicPartition(topic, partition, start)])
+    last = time.monotonic()
+    while True:
+        batch = consumer.consume(2000, timeout=0.5)
+        for message in batch:
+            error = message.error()
+            if error is not None:
+                if error.code() != KafkaError._PARTITION_EOF:
+                    raise DeliveryError(f"reading {topic} partition {partition}: {error.str()}")
+                if message.offset() >= end:
+                    return
+                continue
+            if message.offset() >= end:
+                return
+            yield message
+            if message.offset() >= end - 1:
+                return
+        if batch:
+            last = time.monotonic()
+            continue
+        position = consumer.position([TopicPartition(topic, partition)])[0].offset
+        if position >= end:
+            return
+        if time.monotonic() - last > timeout_seconds:
+            raise DeliveryError(
+                f"reading {topic} partition {partition}: no message for {timeout_seconds:g} s at offset "
+                f"{max(position, start)}, short of the range's end {end}: check that the brokers are up "
+                f"(broker-timeout-ms bounds the wait)")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from ..sql_text import split_top_level
 from .mysql_types import INTEGER_KINDS, KIND_NAMES, STRING_KINDS, MySQLType, with_defaults
@@ -135,9 +136,11 @@ def parse_mysql_type(text: str) -> MySQLType:
 def carried_type(text: str) -> MySQLType:
     """A column's type as a protocol carries it (Canal's ``mysqlType``, Simple's ``dataType``, Debezium's
     ``tidb_type``), which may lack what the grammar asks of a declaration: ENUM and SET without their
-    members, VARBINARY without a length.  Such a type keeps its kind and attributes, and no parameters."""
+    members, VARBINARY without a length.  Such a type keeps its kind and attributes, and no parameters (a
+    DECIMAL without them has an unknown precision, not MySQL's default one)."""
     try:
-        return parse_mysql_type(text)
+        t = parse_mysql_type(text)
+        return replace(t, length=None, decimals=None) if t.kind == "decimal" and "(" not in text else t
     except TypeSyntaxError:
         words = text.lower().replace("(", " ").split()
         name = words[0] if words else ""

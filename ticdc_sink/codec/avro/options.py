@@ -21,9 +21,9 @@ class AvroOptions(RegistryOptions, ProtocolOptions):
     avro_bigint_unsigned_handling_mode: str = field(default="long", metadata={"choices": ("long", "string")})
     avro_namespace: str = "default"
 
-    def resolve(self, config: SinkConfig) -> "AvroOptions":
+    def resolve(self, config: SinkConfig, *, reading: bool = False) -> "AvroOptions":
         """TiCDC's rules: a topic per table, since its subjects are the topic's; a registry to put them in."""
-        if not _TOPIC_EXPRESSION.match(config.topic):
+        if not reading and not _TOPIC_EXPRESSION.match(config.topic):
             raise ConfigError("topic", config.topic,
                               "the avro protocol needs a topic expression with {schema} and {table}")
         if not self.schema_registry:

@@ -15,6 +15,6 @@ class CanalJSONOptions(ProtocolOptions):
     content_compatible: bool = False
     only_output_updated_columns: bool = False
 
-    def resolve(self, config: SinkConfig) -> "CanalJSONOptions":
+    def resolve(self, config: SinkConfig, *, reading: bool = False) -> "CanalJSONOptions":
         # TiCDC's rule (pkg/config/sink.go, CodecConfig): content-compatible implies only-output-updated-columns.
         return dataclasses.replace(self, only_output_updated_columns=True) if self.content_compatible else self

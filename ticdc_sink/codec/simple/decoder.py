@@ -44,11 +44,13 @@ class SimpleDecoder(Decoder):
     def carries_watermarks(self) -> bool:
         return True
 
-    def learn_schema(self, table_schema: dict) -> None:
-        """Know a table schema (a ``tableSchema`` object) before its DDL or BOOTSTRAP arrives: a reader that
-        starts mid-stream types rows by the schema it found earlier in the topic."""
-        self._schemas.setdefault((table_schema["schema"], table_schema["table"], table_schema["version"]),
-                                 table_schema)
+    @property
+    def table_schemas(self) -> tuple[dict, ...]:
+        return tuple(self._schemas.values())
+
+    def learn_table_schemas(self, schemas: tuple[dict, ...]) -> None:
+        for schema in schemas:
+            self._schemas.setdefault((schema["schema"], schema["table"], schema["version"]), schema)
 
     def decode(self, key: bytes | None, value: bytes) -> list:
         doc = (SimpleAvro.read if value[:1] == b"\x16" else SimpleJSON.read)(value)
@@ -62,7 +64,7 @@ class SimpleDecoder(Decoder):
             return [event]
         for name in ("tableSchema", "preTableSchema"):
             if name in doc:
-                self.learn_schema(doc[name])
+                self.learn_table_schemas((doc[name],))
         table = doc.get("tableSchema") or {}
         ddl = DDLEvent(table.get("schema", ""), table.get("table", ""), doc.get("sql", ""), doc["type"],
                        doc.get("commitTs", 0))  # Avro's BOOTSTRAP has none; JSON's says 0
