@@ -201,8 +201,9 @@ def test_sql_create_table_without_options_explains_how_to_pass_them(spark):
         spark.sql("INSERT INTO ticdc_no_options SELECT 1")
 
 
-def test_sql_view_without_columns_says_it_needs_a_column_list(spark):
-    with pytest.raises(PySparkException, match="a view over the ticdc sink needs a column list"):
+def test_sql_view_without_columns_is_a_read_and_says_which_option_it_lacks(spark):
+    # Without a column list Spark asks the source for the schema: the reader's, from the topic it reads.
+    with pytest.raises(PySparkException, match="option 'topic' is not set: give the topics to read"):
         spark.sql("CREATE OR REPLACE TEMPORARY VIEW ticdc_bare USING ticdc OPTIONS ('protocol'='canal-json')")
 
 

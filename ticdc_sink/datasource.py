@@ -57,10 +57,10 @@ class TiCDCDataSource(DataSource):
         """A read's schema where the user gave none: its table's columns, from the first of its rows in the
         topics (Spark also asks when a view over the source declares no columns)."""
         self._found = find_layout(parse_read_options(self.options))
-        return self._found.spark_schema()
+        return self._found.schema
 
     def _layout(self, schema) -> ReadLayout:
-        if self._found is not None and self._found.spark_schema() == schema:
+        if self._found is not None and self._found.schema == schema:
             return self._found
         return ReadLayout.from_schema(parse_read_options(self.options), schema)
 

@@ -40,16 +40,22 @@ class ReadColumn:
 
 @dataclass(frozen=True)
 class ReadLayout:
-    """The columns of a read, and which table it reads (None: the one table its topics hold)."""
+    """The columns of a read, its output schema, and which table it reads."""
 
     config: ReadConfig
     database: str | None
     table: str | None
     columns: tuple[ReadColumn, ...]
+    schema: T.StructType  # what the read gives: the contract's columns, or those of the schema the user gave
     table_schemas: tuple[dict, ...] = ()  # what the decoder learned while the layout was found (Simple's)
 
+    @property
+    def table_chosen(self) -> bool:
+        """Whether the user named the table (``database``/``table``): then other tables' rows are skipped."""
+        return self.config.sink.table is not None
+
     @classmethod
-    def from_event(cls, config: ReadConfig, event: RowEvent) -> "ReadLayout":
+    def from_event(cls, config: ReadConfig, event: RowEvent, table_schemas: tuple[dict, ...] = ()) -> "ReadLayout":
         """The layout a row of the table tells (its protocol's types), ``column-types`` overriding."""
         declared = _declared_types(config)
         columns = []
@@ -57,39 +63,45 @@ class ReadLayout:
         for name in [*event.column_types, *(n for n in event.columns if n not in event.column_types)]:
             t = declared.get(name) or event.column_types.get(name) or _type_of_value(event.columns.get(name))
             columns.append(ReadColumn(name, t, spark_type_of(t)))
-        return cls(config, event.database, event.table, tuple(columns))
+        return cls(config, config.sink.database or event.database, config.sink.table or event.table,
+                   tuple(columns), _contract_schema(config, columns), table_schemas)
 
     @classmethod
     def from_schema(cls, config: ReadConfig, schema: T.StructType) -> "ReadLayout":
         """The layout of a schema the user gave: its table columns as typed there, read by their
         ``column-types`` (or ``mysql_type`` metadata) where given, else by the Spark type's MySQL type."""
-        sink = config.sink
-        metadata = {sink.op_column, sink.commit_ts_column, sink.schema_column, sink.table_column,
-                    sink.before_column, sink.ddl_column, *(name for name, _ in COORDINATES)}
         declared = _declared_types(config)
         columns = []
         for f in schema.fields:
-            if f.name in metadata:
+            if f.name in _metadata_names(config):
                 continue
             text = f.metadata.get("mysql_type")
             t = declared.get(f.name) or (parse_mysql_type(text) if text else default_mysql_type(f.dataType))
             columns.append(ReadColumn(f.name, t, f.dataType))
-        return cls(config, sink.database, sink.table, tuple(columns))
-
-    def spark_schema(self) -> T.StructType:
-        sink = self.config.sink
-        table = [T.StructField(c.name, c.spark_type) for c in self.columns]
-        fields = [T.StructField(sink.op_column, T.StringType()), T.StructField(sink.commit_ts_column, T.LongType()),
-                  T.StructField(sink.schema_column, T.StringType()), T.StructField(sink.table_column, T.StringType()),
-                  *table, T.StructField(sink.before_column, T.StructType(table)),
-                  T.StructField(sink.ddl_column, T.StringType())]
-        if self.config.include_kafka_coordinates:
-            fields += [T.StructField(name, spark_type) for name, spark_type in COORDINATES]
-        return T.StructType(fields)
+        return cls(config, config.sink.database, config.sink.table, tuple(columns), schema)
 
     def reads(self, database: str, table: str) -> bool:
         """Whether a change of ``database.table`` belongs to this read."""
         return (self.table is None or self.table == table) and (self.database is None or self.database == database)
+
+
+def _metadata_names(config: ReadConfig) -> set[str]:
+    sink = config.sink
+    return {sink.op_column, sink.commit_ts_column, sink.schema_column, sink.table_column, sink.before_column,
+            sink.ddl_column, *(name for name, _ in COORDINATES)}
+
+
+def _contract_schema(config: ReadConfig, columns: list[ReadColumn]) -> T.StructType:
+    """The sink's input contract for these table columns (``include-kafka-coordinates``: and where each row was)."""
+    sink = config.sink
+    table = [T.StructField(c.name, c.spark_type) for c in columns]
+    fields = [T.StructField(sink.op_column, T.StringType()), T.StructField(sink.commit_ts_column, T.LongType()),
+              T.StructField(sink.schema_column, T.StringType()), T.StructField(sink.table_column, T.StringType()),
+              *table, T.StructField(sink.before_column, T.StructType(table)),
+              T.StructField(sink.ddl_column, T.StringType())]
+    if config.include_kafka_coordinates:
+        fields += [T.StructField(name, spark_type) for name, spark_type in COORDINATES]
+    return T.StructType(fields)
 
 
 def _declared_types(config: ReadConfig) -> dict[str, MySQLType]:
@@ -112,76 +124,67 @@ def _type_of_value(value: Any) -> MySQLType:
 
 
 class RowsBuilder:
-    """Gathers a partition's output rows a column at a time and hands them out as Arrow record batches."""
+    """Gathers a partition's output rows a column at a time and hands them out as Arrow record batches of the
+    read's schema."""
 
     def __init__(self, layout: ReadLayout):
         self.layout = layout
-        self.arrow_schema = arrow_schema_of(layout.spark_schema())
+        self.arrow_schema = arrow_schema_of(layout.schema)
         zone = layout.config.sink.time_zone
+        sink = layout.config.sink
         self._names = [c.name for c in layout.columns]
         self._converters: list[Callable[[Any], Any]] = [value_converter(c.type, zone) for c in layout.columns]
-        self._casts = [_needs_cast(c) for c in layout.columns]
-        self._coordinates = layout.config.include_kafka_coordinates
+        self._natural = {c.name: _natural_type(c) for c in layout.columns}
+        self._metadata = {sink.op_column: 0, sink.commit_ts_column: 1, sink.schema_column: 2, sink.table_column: 3,
+                          sink.before_column: 4, sink.ddl_column: 5, "_topic": 6, "_partition": 7, "_offset": 8}
         self._clear()
 
     def _clear(self) -> None:
-        self._meta: list[list] = [[], [], [], [], [], []]  # op, commit ts, schema, table, before, ddl
-        self._values: list[list] = [[] for _ in self._names]
-        self._where: list[list] = [[], [], []]
+        # op, commit ts, schema, table, before, ddl, topic, partition, offset
+        self._meta: list[list] = [[] for _ in range(9)]
+        self._values: dict[str, list] = {name: [] for name in self._names}
 
     def __len__(self) -> int:
         return len(self._meta[0])
 
     def add_row(self, event: RowEvent, topic: str, partition: int, offset: int) -> None:
-        op, ts, schema, table, before, ddl = self._meta
-        op.append(event.type)
-        ts.append(event.commit_ts)
-        schema.append(event.database)
-        table.append(event.table)
         columns = event.columns or {}
-        for values, name, convert in zip(self._values, self._names, self._converters):
-            values.append(convert(columns.get(name)))
+        for name, convert in zip(self._names, self._converters):
+            self._values[name].append(convert(columns.get(name)))
         old = event.old if event.type == "UPDATE" else None
-        before.append(None if old is None else
-                      {name: convert(old.get(name)) for name, convert in zip(self._names, self._converters)})
-        ddl.append(None)
-        self._add_where(topic, partition, offset)
+        before = None if old is None else \
+            {name: convert(old.get(name)) for name, convert in zip(self._names, self._converters)}
+        self._add_meta(event.type, event, before, None, topic, partition, offset)
 
     def add_ddl(self, event: DDLEvent, topic: str, partition: int, offset: int) -> None:
-        op, ts, schema, table, before, ddl = self._meta
-        op.append("DDL")
-        ts.append(event.commit_ts)
-        schema.append(event.database)
-        table.append(event.table)
-        for values in self._values:
+        for values in self._values.values():
             values.append(None)
-        before.append(None)
-        ddl.append(event.query)
-        self._add_where(topic, partition, offset)
+        self._add_meta("DDL", event, None, event.query, topic, partition, offset)
 
-    def _add_where(self, topic: str, partition: int, offset: int) -> None:
-        if self._coordinates:
-            for values, value in zip(self._where, (topic, partition, offset)):
-                values.append(value)
+    def _add_meta(self, op: str, event, before, ddl, topic: str, partition: int, offset: int) -> None:
+        for values, value in zip(self._meta, (op, event.commit_ts, event.database, event.table, before, ddl, topic,
+                                              partition, offset)):
+            values.append(value)
 
     def take(self) -> pa.RecordBatch:
         """The rows gathered so far, as one record batch of the read's Arrow schema; the builder starts over."""
-        fields = list(self.arrow_schema)
-        op, ts, schema, table, before, ddl = self._meta
-        table_arrays = [_column(values, f.type, cast)
-                        for values, f, cast in zip(self._values, fields[4:], self._casts)]
-        before_type = fields[4 + len(table_arrays)].type
-        arrays = [pa.array(op, pa.string()), pa.array(ts, pa.int64()), pa.array(schema, pa.string()),
-                  pa.array(table, pa.string()), *table_arrays, _before_array(before, before_type, self._casts),
-                  pa.array(ddl, pa.string())]
-        if self._coordinates:
-            arrays += [pa.array(values, f.type) for values, f in zip(self._where, fields[len(arrays):])]
+        arrays = [self._array(f) for f in self.arrow_schema]
         self._clear()
         return pa.RecordBatch.from_arrays(arrays, schema=self.arrow_schema)
 
+    def _array(self, f: pa.Field) -> pa.Array:
+        if f.name in self._values:
+            return _column(self._values[f.name], f.type, self._natural[f.name])
+        where = self._metadata.get(f.name)
+        if where == 4:
+            return _before_array(self._meta[4], f.type, self._natural)
+        if where is None:  # a column of the user's schema that no row carries
+            return pa.nulls(len(self), f.type)
+        return pa.array(self._meta[where], f.type)
 
-def _needs_cast(column: ReadColumn) -> pa.DataType | None:
-    """The Arrow type the converted values have when the user's Spark type is another (cast afterwards)."""
+
+def _natural_type(column: ReadColumn) -> pa.DataType | None:
+    """The Arrow type the converted values have, where the Spark type asked for is another (cast afterwards)."""
     natural = spark_type_of(column.type)
     if natural == column.spark_type:
         return None
@@ -194,10 +197,8 @@ def _column(values: list, arrow_type: pa.DataType, natural: pa.DataType | None) 
     return pa.array(values, natural).cast(arrow_type)
 
 
-def _before_array(rows: list, struct_type: pa.StructType, casts: list) -> pa.Array:
-    if not any(casts):
-        return pa.array(rows, struct_type)
+def _before_array(rows: list, struct_type: pa.StructType, natural: dict[str, pa.DataType | None]) -> pa.Array:
     mask = pa.array([row is None for row in rows])
-    children = [_column([None if row is None else row[struct_type.field(i).name] for row in rows],
-                        struct_type.field(i).type, cast) for i, cast in enumerate(casts)]
+    children = [_column([None if row is None else row.get(f.name) for row in rows], f.type, natural.get(f.name))
+                for f in struct_type]
     return pa.StructArray.from_arrays(children, fields=list(struct_type), mask=mask)

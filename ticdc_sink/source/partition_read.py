@@ -77,6 +77,11 @@ def read_range(layout: ReadLayout, part: KafkaRange) -> Iterator[pa.RecordBatch]
                 if isinstance(event, DDLEvent) and (event.type == "BOOTSTRAP" or not part.emits_ddl):
                     continue
                 if not layout.reads(event.database, event.table):
+                    if isinstance(event, RowEvent) and not layout.table_chosen:
+                        raise ReadError(
+                            f"{topic} holds rows of several tables ({layout.database}.{layout.table}, and "
+                            f"{event.database}.{event.table} at partition {partition} offset {offset}): choose one "
+                            "with the options database and table (a DataFrame holds one table shape)")
                     counts["of other tables"] += isinstance(event, RowEvent)
                     continue
                 ts = event.commit_ts

@@ -45,7 +45,7 @@ def find_layout(config: ReadConfig) -> ReadLayout:
     Prefers an INSERT or UPDATE: a DELETE may carry the key columns only.
     """
     decoder = decoder_for(config.sink)
-    tables, fallback, read = set(), None, 0
+    fallback, read = None, 0
     wanted = (config.sink.database, config.sink.table)
     with TopicsView(config) as view:
         keys = view.partitions()
@@ -61,31 +61,20 @@ def find_layout(config: ReadConfig) -> ReadLayout:
                 for event in events:
                     if not isinstance(event, RowEvent):
                         continue
-                    tables.add((event.database, event.table))
                     if wanted[1] is not None and (event.table != wanted[1] or
                                                   (wanted[0] is not None and event.database != wanted[0])):
                         continue
-                    if wanted[1] is None and len(tables) > 1:
-                        raise ConfigError("table", None, f"{config.describe_topics()} hold rows of several tables ("
-                                          f"{', '.join(sorted(f'{d}.{t}' for d, t in tables))}): choose one with "
-                                          "the options database and table (one DataFrame per table shape)")
                     if event.type != "DELETE":
-                        return _layout(config, event, decoder)
+                        return ReadLayout.from_event(config, event, decoder.table_schemas)
                     fallback = fallback or event
             if read >= _INFERENCE_MESSAGES:
                 break
     if fallback is not None:
-        return _layout(config, fallback, decoder)
+        return ReadLayout.from_event(config, fallback, decoder.table_schemas)
     which = f"table {'.'.join(w for w in wanted if w)}" if wanted[1] else "any table"
     raise ConfigError("topic", config.describe_topics(),
                       f"found no row of {which} to learn its columns from; give the schema with "
                       ".schema('_op STRING, _commit_ts BIGINT, id INT, ...') (column-types for MySQL types)")
-
-
-def _layout(config: ReadConfig, event: RowEvent, decoder) -> ReadLayout:
-    layout = ReadLayout.from_event(config, event)
-    return ReadLayout(config, config.sink.database or layout.database, config.sink.table or layout.table,
-                      layout.columns, decoder.table_schemas)
 
 
 class TiCDCBatchReader(DataSourceReader):

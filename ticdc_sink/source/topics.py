@@ -90,7 +90,8 @@ class TopicsView:
         parts = [TopicPartition(*split_key(k)) for k in keys]
         low = self._list_offsets(parts, OffsetSpec.earliest())
         high = self._list_offsets(parts, OffsetSpec.latest())
-        return {k: (low[k], self._confirmed_end(k, high[k])) for k in keys}
+        ends = self._confirmed_ends(high)
+        return {k: (low[k], ends[k]) for k in keys}
 
     def _list_offsets(self, parts: list[TopicPartition], spec: OffsetSpec) -> dict[PartitionKey, int]:
         futures = self._admin.list_offsets({p: spec for p in parts}, isolation_level=self._isolation,
@@ -101,18 +102,22 @@ class TopicsView:
             raise DeliveryError(f"listing the offsets of {self.config.describe_topics()}: {e.args[0].str()}") \
                 from None
 
-    def _confirmed_end(self, key: PartitionKey, reported: int) -> int:
-        """``reported``, or past the last message found beyond it (a broker that reports its end too low)."""
-        topic, partition = split_key(key)
-        self._consumer.assign([TopicPartition(topic, partition, reported)])
-        end = reported
-        while True:
-            message = self._consumer.poll(min(self.timeout, 2.0))
+    def _confirmed_ends(self, reported: dict[PartitionKey, int]) -> dict[PartitionKey, int]:
+        """The reported ends, or past the last message found beyond them (a broker that reports its ends too
+        low): read from each until its partition end, or a quiet second."""
+        ends = dict(reported)
+        self._consumer.assign([TopicPartition(*split_key(k), offset) for k, offset in reported.items()])
+        open_ = set(reported)
+        while open_:
+            message = self._consumer.poll(1.0)
             if message is None:
-                return end
+                break
+            key = partition_key(message.topic(), message.partition())
             if message.error() is not None:
-                return end if message.offset() <= end else message.offset()
-            end = message.offset() + 1
+                open_.discard(key)
+            else:
+                ends[key] = max(ends[key], message.offset() + 1)
+        return ends
 
     def start_offsets(self, spec: str | dict, keys: list[PartitionKey],
                       bounds: dict[PartitionKey, tuple[int, int]]) -> dict[PartitionKey, int]:
