@@ -7,6 +7,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+import pyarrow as pa
+
 from ..changes.contract import ChangeBatch
 from ..config import SinkConfig
 from ..ddl import DDLChange
@@ -128,6 +130,20 @@ class WatermarkEvent:
 Event = RowEvent | DDLEvent | WatermarkEvent
 
 
+@dataclass
+class MessageColumns:
+    """A chunk of messages decoded a column at a time, one entry per message, for a protocol whose messages
+    carry one event each (the reader's fast path; ``Decoder.decode_columns``)."""
+
+    op: pa.Array  # string: INSERT, UPDATE, DELETE; null for a message that is no row change
+    database: pa.Array  # string
+    table: pa.Array  # string
+    commit_ts: pa.Array  # int64, null where the message carries none
+    watermark_ts: pa.Array  # int64: a watermark's ts, null for every other message
+    new: dict[str, pa.Array]  # per table column, its TiDB values (``tidb_arrow_type``): the row, or the deleted row
+    old: dict[str, pa.Array]  # per table column, an UPDATE's old values
+
+
 class Decoder(ABC):
     """Turns Kafka messages of a protocol back into events, in the order a consumer must apply them.
 
@@ -145,6 +161,11 @@ class Decoder(ABC):
     @abstractmethod
     def decode(self, key: bytes | None, value: bytes | None) -> list[Event]:
         ...
+
+    def decode_columns(self, values: list[bytes], types: dict[str, MySQLType]) -> MessageColumns | None:
+        """The messages with these values a column at a time, the table's columns typed by ``types``; or None
+        where this protocol, or this chunk (a DDL in it, a message it cannot parse), needs ``decode``."""
+        return None
 
     @property
     def waiting(self) -> int:

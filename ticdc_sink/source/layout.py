@@ -12,17 +12,18 @@ record batches.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import types as T
 
-from ..codec.base import DDLEvent, RowEvent
-from ..errors import ConfigError
+from ..codec.base import DDLEvent, MessageColumns, RowEvent
+from ..errors import ConfigError, ReadError
 from ..sink.spark_rows import arrow_schema_of
-from ..table.mysql_types import MySQLType
+from ..table.mysql_types import MySQLType, tidb_arrow_type
 from ..table.schema import default_mysql_type
-from ..table.spark_types import spark_type_of, value_converter
+from ..table.spark_types import spark_column, spark_type_of
 from ..table.type_grammar import TypeSyntaxError, parse_mysql_type, split_column_types
 from .options import ReadConfig
 
@@ -125,16 +126,14 @@ def _type_of_value(value: Any) -> MySQLType:
 
 class RowsBuilder:
     """Gathers a partition's output rows a column at a time and hands them out as Arrow record batches of the
-    read's schema."""
+    read's schema: the decoders' TiDB values per column, turned into the Spark type's a column at a time."""
 
     def __init__(self, layout: ReadLayout):
         self.layout = layout
         self.arrow_schema = arrow_schema_of(layout.schema)
-        zone = layout.config.sink.time_zone
         sink = layout.config.sink
         self._names = [c.name for c in layout.columns]
-        self._converters: list[Callable[[Any], Any]] = [value_converter(c.type, zone) for c in layout.columns]
-        self._natural = {c.name: _natural_type(c) for c in layout.columns}
+        self._columns = {c.name: c for c in layout.columns}
         self._metadata = {sink.op_column: 0, sink.commit_ts_column: 1, sink.schema_column: 2, sink.table_column: 3,
                           sink.before_column: 4, sink.ddl_column: 5, "_topic": 6, "_partition": 7, "_offset": 8}
         self._clear()
@@ -149,12 +148,10 @@ class RowsBuilder:
 
     def add_row(self, event: RowEvent, topic: str, partition: int, offset: int) -> None:
         columns = event.columns or {}
-        for name, convert in zip(self._names, self._converters):
-            self._values[name].append(convert(columns.get(name)))
-        old = event.old if event.type == "UPDATE" else None
-        before = None if old is None else \
-            {name: convert(old.get(name)) for name, convert in zip(self._names, self._converters)}
-        self._add_meta(event.type, event, before, None, topic, partition, offset)
+        for name, values in self._values.items():
+            values.append(columns.get(name))
+        self._add_meta(event.type, event, event.old if event.type == "UPDATE" else None, None, topic, partition,
+                       offset)
 
     def add_ddl(self, event: DDLEvent, topic: str, partition: int, offset: int) -> None:
         for values in self._values.values():
@@ -174,31 +171,54 @@ class RowsBuilder:
 
     def _array(self, f: pa.Field) -> pa.Array:
         if f.name in self._values:
-            return _column(self._values[f.name], f.type, self._natural[f.name])
+            return self._column(f.name, self._values[f.name], f.type)
         where = self._metadata.get(f.name)
         if where == 4:
-            return _before_array(self._meta[4], f.type, self._natural)
+            return self._before_array(f.type)
         if where is None:  # a column of the user's schema that no row carries
             return pa.nulls(len(self), f.type)
         return pa.array(self._meta[where], f.type)
 
+    def _column(self, name: str, values: list | pa.Array, arrow_type: pa.DataType) -> pa.Array:
+        column = self._columns.get(name)
+        if column is None:  # a field of the user's _before that is no table column
+            return pa.nulls(len(values), arrow_type)
+        t = column.type
+        try:
+            tidb_values = values if isinstance(values, pa.Array) else pa.array(values, tidb_arrow_type(t))
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as e:
+            raise ReadError(f"column {name!r} ({t}): a value does not fit the column's type ({e}); declare its type "
+                            "with column-types") from None
+        return spark_column(tidb_values, t, self.layout.config.sink.time_zone).cast(arrow_type)
 
-def _natural_type(column: ReadColumn) -> pa.DataType | None:
-    """The Arrow type the converted values have, where the Spark type asked for is another (cast afterwards)."""
-    natural = spark_type_of(column.type)
-    if natural == column.spark_type:
-        return None
-    return arrow_schema_of(T.StructType([T.StructField("v", natural)])).field("v").type
+    def batch_of_columns(self, columns: MessageColumns, keep: pa.Array, topic: str, partition: int,
+                         offsets: pa.Array) -> pa.RecordBatch:
+        """The rows ``keep`` selects of messages decoded a column at a time, as one record batch."""
+        op = columns.op.filter(keep)
+        count = len(op)
+        meta = {0: op, 1: columns.commit_ts.filter(keep), 2: columns.database.filter(keep),
+                3: columns.table.filter(keep), 5: pa.nulls(count, pa.string()),
+                6: pa.repeat(pa.scalar(topic), count), 7: pa.repeat(pa.scalar(partition, pa.int32()), count),
+                8: offsets.filter(keep)}
+        arrays = []
+        for f in self.arrow_schema:
+            where = self._metadata.get(f.name)
+            if f.name in self._columns:
+                arrays.append(self._column(f.name, columns.new[f.name].filter(keep), f.type))
+            elif where == 4:
+                children = [self._column(c.name, columns.old[c.name].filter(keep), c.type) if c.name in columns.old
+                            else pa.nulls(count, c.type) for c in f.type]
+                arrays.append(pa.StructArray.from_arrays(children, fields=list(f.type),
+                                                         mask=pc.invert(pc.equal(op, "UPDATE"))))
+            elif where is None:
+                arrays.append(pa.nulls(count, f.type))
+            else:
+                arrays.append(meta[where].cast(f.type))
+        return pa.RecordBatch.from_arrays(arrays, schema=self.arrow_schema)
 
-
-def _column(values: list, arrow_type: pa.DataType, natural: pa.DataType | None) -> pa.Array:
-    if natural is None:
-        return pa.array(values, arrow_type)
-    return pa.array(values, natural).cast(arrow_type)
-
-
-def _before_array(rows: list, struct_type: pa.StructType, natural: dict[str, pa.DataType | None]) -> pa.Array:
-    mask = pa.array([row is None for row in rows])
-    children = [_column([None if row is None else row.get(f.name) for row in rows], f.type, natural.get(f.name))
-                for f in struct_type]
-    return pa.StructArray.from_arrays(children, fields=list(struct_type), mask=mask)
+    def _before_array(self, struct_type: pa.StructType) -> pa.Array:
+        rows = self._meta[4]
+        children = [self._column(f.name, [None if row is None else row.get(f.name) for row in rows], f.type)
+                    for f in struct_type]
+        return pa.StructArray.from_arrays(children, fields=list(struct_type),
+                                          mask=pa.array([row is None for row in rows], pa.bool_()))

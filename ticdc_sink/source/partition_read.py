@@ -11,17 +11,20 @@ where TiCDC sends them after every row they follow.
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections import Counter
 from dataclasses import dataclass
 from typing import Iterator
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from confluent_kafka import Consumer
 from pyspark.sql.datasource import InputPartition
 
 from ..codec import decoder_for
-from ..codec.base import DDLEvent, RowEvent, WatermarkEvent
+from ..codec.base import DDLEvent, MessageColumns, RowEvent, WatermarkEvent
 from ..errors import ReadError
 from ..kafka.producer import client_settings
 from ..kafka.topic_reader import iter_range, reader_settings
@@ -29,7 +32,8 @@ from .layout import ReadLayout, RowsBuilder
 from .topics import split_key
 
 log = logging.getLogger(__name__)
-BATCH_ROWS = 10_000  # rows per Arrow record batch handed to Spark
+BATCH_ROWS = 10_000  # rows per Arrow record batch handed to Spark, where messages are decoded one by one
+CHUNK_MESSAGES = 10_000  # messages decoded at once, where the protocol decodes a column at a time
 
 
 @dataclass(frozen=True)
@@ -44,69 +48,136 @@ class KafkaRange(InputPartition):
     emits_ddl: bool = True
 
 
+class _RangeRead:
+    """The state of one range's read: the partition's watermark, what was dropped, and the rows on their way."""
+
+    def __init__(self, layout: ReadLayout, part: KafkaRange):
+        self.layout, self.part = layout, part
+        self.config = layout.config
+        self.topic, self.partition = split_key(part.key)
+        self.decoder = decoder_for(self.config.sink)
+        self.decoder.learn_table_schemas(layout.table_schemas)
+        self.types = {c.name: c.type for c in layout.columns}
+        self.rows = RowsBuilder(layout)
+        self.counts: Counter = Counter()
+        self.watermark = -1
+
+    def chunk(self, messages: list) -> Iterator[pa.RecordBatch]:
+        """The record batches of a chunk of messages: a column at a time where the protocol can, else one by one."""
+        columns = self.decoder.decode_columns([m.value() for m in messages], self.types)
+        if columns is None:
+            for message in messages:
+                self.message(message)
+            if len(self.rows) >= BATCH_ROWS:
+                yield self.take()
+            return
+        keep = self._kept(columns, messages)
+        if pc.any(keep).as_py():
+            if len(self.rows):
+                yield self.take()
+            batch = self.rows.batch_of_columns(columns, keep, self.topic, self.partition,
+                                               pa.array([m.offset() for m in messages], pa.int64()))
+            self.counts["rows"] += batch.num_rows
+            yield batch
+
+    def _kept(self, columns: MessageColumns, messages: list) -> pa.Array:
+        """Which messages' rows the read gives: the rules of ``message``, a column at a time."""
+        watermarks = columns.watermark_ts.fill_null(-1).to_numpy(zero_copy_only=False)
+        seen = np.maximum.accumulate(np.concatenate(([self.watermark], watermarks)))
+        self.watermark = int(seen[-1])
+        is_row = columns.op.is_valid().to_numpy(zero_copy_only=False)
+        ours = np.ones(len(messages), dtype=bool)
+        if self.layout.table is not None:
+            ours &= pc.equal(columns.table, self.layout.table).fill_null(False).to_numpy(zero_copy_only=False)
+        if self.layout.database is not None:
+            ours &= pc.equal(columns.database, self.layout.database).fill_null(False).to_numpy(zero_copy_only=False)
+        others = is_row & ~ours
+        if others.any():
+            first = int(np.argmax(others))
+            self._other_table(columns.database[first].as_py(), columns.table[first].as_py(), messages[first].offset())
+            self.counts["of other tables"] += int(others.sum())
+        has_ts = columns.commit_ts.is_valid().to_numpy(zero_copy_only=False)
+        ts = columns.commit_ts.fill_null(-1).to_numpy(zero_copy_only=False)
+        repeated = is_row & ours & has_ts & (ts <= seen[:-1])
+        self.counts["repeated"] += int(repeated.sum())
+        window = np.ones(len(messages), dtype=bool)
+        if self.part.after_ts is not None:
+            window &= ~has_ts | (ts > self.part.after_ts)
+        if self.part.through_ts is not None:
+            window &= ~has_ts | (ts <= self.part.through_ts)
+        return pa.array(is_row & ours & ~repeated & window)
+
+    def message(self, message) -> None:
+        """One message's events, under the consumer rules (the module's docstring)."""
+        offset = message.offset()
+        try:
+            events = self.decoder.decode(message.key(), message.value())
+        except Exception as e:
+            where = f"{self.topic} partition {self.partition} offset {offset}"
+            if self.config.on_error == "skip":
+                if not self.counts["undecodable"]:
+                    log.warning("skipping the undecodable %s message at %s (%s), and any more",
+                                self.config.sink.protocol, where, e)
+                self.counts["undecodable"] += 1
+                return
+            raise ReadError(f"cannot decode the {self.config.sink.protocol} message at {where}: {e}; check "
+                            "protocol and its options, or set on-error=skip to skip such messages") from None
+        for event in events:
+            if isinstance(event, WatermarkEvent):
+                self.watermark = max(self.watermark, event.ts)
+                continue
+            if isinstance(event, DDLEvent) and (event.type == "BOOTSTRAP" or not self.part.emits_ddl):
+                continue
+            if not self.layout.reads(event.database, event.table):
+                if isinstance(event, RowEvent):
+                    self._other_table(event.database, event.table, offset)
+                    self.counts["of other tables"] += 1
+                continue
+            ts = event.commit_ts
+            if ts is not None:
+                if ts <= self.watermark:
+                    self.counts["repeated"] += 1
+                    continue
+                if (self.part.after_ts is not None and ts <= self.part.after_ts) or \
+                        (self.part.through_ts is not None and ts > self.part.through_ts):
+                    continue
+            if isinstance(event, RowEvent):
+                self.rows.add_row(event, self.topic, self.partition, offset)
+            else:
+                self.rows.add_ddl(event, self.topic, self.partition, offset)
+
+    def _other_table(self, database: str, table: str, offset: int) -> None:
+        """A row of another table: skipped where the user chose the table, else the read cannot go on."""
+        if not self.layout.table_chosen:
+            raise ReadError(
+                f"{self.topic} holds rows of several tables ({self.layout.database}.{self.layout.table}, and "
+                f"{database}.{table} at partition {self.partition} offset {offset}): choose one with the options "
+                "database and table (a DataFrame holds one table shape)")
+
+    def take(self) -> pa.RecordBatch:
+        self.counts["rows"] += len(self.rows)
+        return self.rows.take()
+
+    def finish(self) -> Iterator[pa.RecordBatch]:
+        if len(self.rows):
+            yield self.take()
+        if self.decoder.waiting:
+            self.counts["waiting for their table schema"] = self.decoder.waiting
+        _report(self.part, self.counts)
+
+
 def read_range(layout: ReadLayout, part: KafkaRange) -> Iterator[pa.RecordBatch]:
     """The range's rows, as Arrow record batches of the read's schema."""
-    config = layout.config
-    topic, partition = split_key(part.key)
-    decoder = decoder_for(config.sink)
-    decoder.learn_table_schemas(layout.table_schemas)
-    consumer = Consumer(reader_settings(client_settings(config.consumer_settings)))
-    rows = RowsBuilder(layout)
-    counts: Counter = Counter()
-    watermark = -1
+    read = _RangeRead(layout, part)
+    consumer = Consumer(reader_settings(client_settings(layout.config.consumer_settings)))
     try:
-        for message in iter_range(consumer, topic, partition, part.start, part.end,
-                                  config.sink.broker_timeout_ms / 1000):
-            offset = message.offset()
-            try:
-                events = decoder.decode(message.key(), message.value())
-            except Exception as e:
-                where = f"{topic} partition {partition} offset {offset}"
-                if config.on_error == "skip":
-                    if not counts["undecodable"]:
-                        log.warning("skipping the undecodable %s message at %s (%s), and any more", config.sink.protocol,
-                                    where, e)
-                    counts["undecodable"] += 1
-                    continue
-                raise ReadError(f"cannot decode the {config.sink.protocol} message at {where}: {e}; "
-                                f"check protocol and its options, or set on-error=skip to skip such messages") from None
-            for event in events:
-                if isinstance(event, WatermarkEvent):
-                    watermark = max(watermark, event.ts)
-                    continue
-                if isinstance(event, DDLEvent) and (event.type == "BOOTSTRAP" or not part.emits_ddl):
-                    continue
-                if not layout.reads(event.database, event.table):
-                    if isinstance(event, RowEvent) and not layout.table_chosen:
-                        raise ReadError(
-                            f"{topic} holds rows of several tables ({layout.database}.{layout.table}, and "
-                            f"{event.database}.{event.table} at partition {partition} offset {offset}): choose one "
-                            "with the options database and table (a DataFrame holds one table shape)")
-                    counts["of other tables"] += isinstance(event, RowEvent)
-                    continue
-                ts = event.commit_ts
-                if ts is not None:
-                    if ts <= watermark:
-                        counts["repeated"] += 1
-                        continue
-                    if (part.after_ts is not None and ts <= part.after_ts) or \
-                            (part.through_ts is not None and ts > part.through_ts):
-                        continue
-                if isinstance(event, RowEvent):
-                    rows.add_row(event, topic, partition, offset)
-                else:
-                    rows.add_ddl(event, topic, partition, offset)
-            if len(rows) >= BATCH_ROWS:
-                counts["rows"] += len(rows)
-                yield rows.take()
+        messages = iter_range(consumer, read.topic, read.partition, part.start, part.end,
+                              layout.config.sink.broker_timeout_ms / 1000)
+        while chunk := list(itertools.islice(messages, CHUNK_MESSAGES)):
+            yield from read.chunk(chunk)
     finally:
         consumer.close()
-    if len(rows):
-        counts["rows"] += len(rows)
-        yield rows.take()
-    if decoder.waiting:
-        counts["waiting for their table schema"] = decoder.waiting
-    _report(part, counts)
+    yield from read.finish()
 
 
 def _report(part: KafkaRange, counts: Counter) -> None:

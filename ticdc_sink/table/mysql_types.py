@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+import pyarrow as pa
+
 TYPE_TINY = 1
 TYPE_SHORT = 2
 TYPE_LONG = 3
@@ -222,3 +224,35 @@ def type_of_code(code: int, flag: int) -> MySQLType:
     binary = bool(flag & FLAG_BINARY) and kind in STRING_KINDS
     unsigned = bool(flag & FLAG_UNSIGNED) and (kind in INTEGER_KINDS or kind in ("float", "double", "decimal"))
     return MySQLType(kind, binary=binary, unsigned=unsigned)
+
+
+SPARK_MAX_PRECISION = 38  # Spark's and Arrow's decimal128
+UNKNOWN_PRECISION = (38, 18)  # a DECIMAL whose precision the protocol does not carry
+
+
+def decimal_precision(t: MySQLType) -> tuple[int, int]:
+    """(precision, scale) of a DECIMAL's values as Spark and Arrow hold them."""
+    if t.length is None:
+        return UNKNOWN_PRECISION
+    return min(t.length, SPARK_MAX_PRECISION), min(t.decimals or 0, SPARK_MAX_PRECISION)
+
+
+def tidb_arrow_type(t: MySQLType) -> pa.DataType:
+    """The Arrow type of a column of TiDB values of type ``t``, as the decoders give them: integers (and BIT, SET
+    bitmasks) unsigned where TiDB's are, ENUM indexes, naive DATETIME and TIMESTAMP (the latter in the
+    rendering time zone), TIME and JSON as text."""
+    if t.is_integer:
+        return pa.uint64() if t.unsigned else pa.int64()
+    if t.kind in ("bit", "set"):
+        return pa.uint64()
+    if t.kind in ("year", "enum"):
+        return pa.int64()
+    if t.kind in ("float", "double"):
+        return pa.float64()
+    if t.kind == "decimal":
+        return pa.decimal128(*decimal_precision(t))
+    if t.kind == "date":
+        return pa.date32()
+    if t.kind in ("datetime", "timestamp"):
+        return pa.timestamp("us")
+    return pa.binary() if t.is_string and t.binary else pa.string()

@@ -1,4 +1,4 @@
-"""The column model read back: a MySQL column's Spark type, and its decoded value as that type holds it.
+"""The column model read back: a MySQL column's Spark type, and its decoded values as that type holds them.
 
 The inverse of ``schema.default_mysql_type`` and of the design's "How values
 of declared MySQL types arrive in Spark columns", so that a topic read and
@@ -8,21 +8,21 @@ DATETIME timestamp_ntz and TIMESTAMP timestamp.  A type a protocol carries
 without its parameters reads as far as they are known: DECIMAL without a
 precision as decimal(38,18), ENUM and SET without members as their index and
 bitmask (longs).
+
+Values arrive in two steps, a column at a time: a decoder's TiDB values
+(``tidb_arrow_type``: ENUM index, SET bitmask, BIT number, a naive TIMESTAMP
+in the rendering time zone) become the Spark type's (``spark_column``).
 """
 
 from __future__ import annotations
 
-import datetime as dt
-from decimal import Decimal
-from typing import Any, Callable
-from zoneinfo import ZoneInfo
-
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import types as T
 
-from .mysql_types import MySQLType
+from .mysql_types import UNKNOWN_PRECISION, MySQLType, decimal_precision
 
-SPARK_MAX_PRECISION = 38
-UNKNOWN_DECIMAL = T.DecimalType(38, 18)  # a DECIMAL whose precision the protocol does not carry
+UNKNOWN_DECIMAL = T.DecimalType(*UNKNOWN_PRECISION)
 _SIGNED_INTEGERS = {"tinyint": T.ByteType(), "smallint": T.ShortType(), "mediumint": T.IntegerType(),
                     "int": T.IntegerType(), "bigint": T.LongType()}
 _UNSIGNED_INTEGERS = {"tinyint": T.ShortType(), "smallint": T.IntegerType(), "mediumint": T.IntegerType(),
@@ -30,6 +30,11 @@ _UNSIGNED_INTEGERS = {"tinyint": T.ShortType(), "smallint": T.IntegerType(), "me
 _BY_KIND = {"float": T.FloatType(), "double": T.DoubleType(), "bit": T.LongType(), "year": T.IntegerType(),
             "date": T.DateType(), "datetime": T.TimestampNTZType(), "timestamp": T.TimestampType(),
             "time": T.StringType(), "json": T.StringType()}
+_ARROW_OF_SPARK = {T.BooleanType(): pa.bool_(), T.ByteType(): pa.int8(), T.ShortType(): pa.int16(),
+                   T.IntegerType(): pa.int32(), T.LongType(): pa.int64(), T.FloatType(): pa.float32(),
+                   T.DoubleType(): pa.float64(), T.StringType(): pa.string(), T.BinaryType(): pa.binary(),
+                   T.DateType(): pa.date32(), T.TimestampNTZType(): pa.timestamp("us"),
+                   T.TimestampType(): pa.timestamp("us", tz="UTC")}
 
 
 def spark_type_of(t: MySQLType) -> T.DataType:
@@ -41,7 +46,7 @@ def spark_type_of(t: MySQLType) -> T.DataType:
     if t.kind == "decimal":
         if t.length is None:
             return UNKNOWN_DECIMAL
-        return T.DecimalType(min(t.length, SPARK_MAX_PRECISION), min(t.decimals or 0, SPARK_MAX_PRECISION))
+        return T.DecimalType(*decimal_precision(t))
     if t.kind in ("enum", "set"):
         return T.StringType() if t.elements else T.LongType()
     if t.is_string:
@@ -49,28 +54,29 @@ def spark_type_of(t: MySQLType) -> T.DataType:
     return _BY_KIND[t.kind]
 
 
-def value_converter(t: MySQLType, time_zone: str) -> Callable[[Any], Any]:
-    """How a decoder's TiDB value of type ``t`` (ENUM index, SET bitmask, BIT number, a naive TIMESTAMP in
-    the rendering time zone) becomes the value of ``spark_type_of(t)``; None stays None."""
+def arrow_type_of(spark_type: T.DataType) -> pa.DataType:
+    """The Arrow type Spark exchanges a column of ``spark_type`` as (zoned timestamps in UTC)."""
+    if isinstance(spark_type, T.DecimalType):
+        return pa.decimal128(spark_type.precision, spark_type.scale)
+    return _ARROW_OF_SPARK[spark_type]
+
+
+def spark_column(values: pa.Array, t: MySQLType, time_zone: str) -> pa.Array:
+    """A column of TiDB values of type ``t`` (``tidb_arrow_type``) as the values of ``spark_type_of(t)``."""
     spark_type = spark_type_of(t)
     if isinstance(spark_type, T.BooleanType):
-        return lambda v: None if v is None else bool(v)
+        return pc.not_equal(values, 0)
     if t.kind == "bit":
-        return lambda v: None if v is None else (v - 2**64 if v >= 2**63 else v)  # BIT(64): the bits in a long
-    if isinstance(spark_type, T.DecimalType):
-        return lambda v: None if v is None else (v if isinstance(v, Decimal) else Decimal(str(v)))
+        return values.cast(pa.uint64()).view(pa.int64())  # BIT(64): the 64 bits in a long
     if t.kind == "enum" and t.elements:
-        members = ("", *t.elements)  # index 0: MySQL's '' for a value that was no member
-        return lambda v: None if v is None else members[v] if 0 <= v < len(members) else ""
+        members = pa.array(["", *t.elements])  # index 0: MySQL's '' for a value that was no member
+        valid = pc.and_(pc.greater_equal(values, 0), pc.less(values, len(members)))
+        return pc.take(members, pc.if_else(valid, values, 0))
     if t.kind == "set" and t.elements:
-        return lambda v: None if v is None else ",".join(m for i, m in enumerate(t.elements) if v >> i & 1)
+        return pa.array([None if bits is None else ",".join(m for i, m in enumerate(t.elements) if bits >> i & 1)
+                         for bits in values.to_pylist()], pa.string())
     if t.kind == "timestamp":
-        zone = ZoneInfo(time_zone)
-        return lambda v: None if v is None else v.replace(tzinfo=zone) if v.tzinfo is None else v
-    if t.kind == "date":
-        return lambda v: v.date() if isinstance(v, dt.datetime) else v
-    if isinstance(spark_type, T.BinaryType):
-        return lambda v: v.encode() if isinstance(v, str) else v
-    if isinstance(spark_type, T.StringType):
-        return lambda v: v.decode() if isinstance(v, (bytes, bytearray)) else v if v is None else str(v)
-    return lambda v: v
+        # A wall-clock time that the zone's clock change skipped or repeated: its earlier reading, as MySQL does.
+        return pc.assume_timezone(values, time_zone, ambiguous="earliest", nonexistent="earliest") \
+            .cast(pa.timestamp("us", tz="UTC"))
+    return values.cast(arrow_type_of(spark_type))

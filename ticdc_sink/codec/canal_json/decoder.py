@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 
 from ...table.type_grammar import carried_type
-from ..base import DDLEvent, Decoder, RowEvent, WatermarkEvent
+from ..base import DDLEvent, Decoder, MessageColumns, RowEvent, WatermarkEvent
 from ..shared.decoding import text_value, typed_row
+from .columns import decode_columns
 
 
 class CanalJSONDecoder(Decoder):
@@ -42,6 +43,9 @@ class CanalJSONDecoder(Decoder):
             primary_keys=list(doc.get("pkNames") or []),
             column_types=self._types_of(types),
         )]
+
+    def decode_columns(self, values: list[bytes], types: dict) -> MessageColumns | None:
+        return decode_columns(values, types)
 
     def _types_of(self, mysql_types: dict[str, str]) -> dict:
         key = tuple(mysql_types.items())

@@ -7,6 +7,11 @@ import re
 from decimal import Decimal
 from typing import Any, Callable
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ...table.mysql_types import MySQLType, tidb_arrow_type
+
 _UNESCAPED_COMMA = re.compile(r"(?<!\\),")
 
 
@@ -63,3 +68,15 @@ def text_value(text: str | None, mysql_type: str) -> Any:
     if "blob" in base or "binary" in base:
         return text.encode("latin-1")
     return text
+
+
+def text_values(texts: pa.Array, t: MySQLType) -> pa.Array:
+    """``text_value`` a column at a time: TiDB's text of a column of type ``t`` back to its TiDB values
+    (``table.spark_types.tidb_arrow_type``).  Binary strings are the text's code points as bytes."""
+    arrow_type = tidb_arrow_type(t)
+    if pa.types.is_binary(arrow_type):
+        return pa.array([None if text is None else text.encode("latin-1") for text in texts.to_pylist()],
+                        pa.binary())
+    if pa.types.is_floating(arrow_type):
+        texts = pc.replace_substring(texts, "Inf", "inf")
+    return texts.cast(arrow_type)
