@@ -1,0 +1,140 @@
+"""The reader without Spark or a broker: its options, the MySQL types read back as Spark's, and the two ways a
+task decodes (a message at a time, and Canal-JSON's chunk at a time) giving the same record batches."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from decimal import Decimal
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from pyspark.sql import types as T
+
+from changefeed import build
+from test_round_trip import MATRIX, NULLS, OPTIONS, VALUES, changed, row
+from ticdc_sink.codec import decoder_for, encoder_for
+from ticdc_sink.codec.base import RowEvent
+from ticdc_sink.dispatch import Routing
+from ticdc_sink.errors import ConfigError
+from ticdc_sink.source.layout import ReadLayout
+from ticdc_sink.source.options import parse_read_options
+from ticdc_sink.source.partition_read import KafkaRange, _RangeRead
+from ticdc_sink.table.mysql_types import tidb_arrow_type
+from ticdc_sink.table.spark_types import spark_column, spark_type_of
+from ticdc_sink.table.type_grammar import carried_type, parse_mysql_type
+
+BASE = {"kafka.bootstrap.servers": "127.0.0.1:1", "protocol": "canal-json"}
+
+
+def read_config(**options):
+    return parse_read_options({**BASE, **{k.replace("_", "-"): v for k, v in options.items()}})
+
+
+def test_topics_come_as_a_list_or_a_pattern_and_offsets_as_words_or_json():
+    config = read_config(topic="a, b")
+    assert (config.topics, config.starting_offsets, config.ending_offsets) == (("a", "b"), "earliest", "latest")
+    config = read_config(topic_pattern="tidb_.*", starting_offsets='{"t": {"0": 5, "1": -2}}')
+    assert (config.topics, config.topic_pattern, config.starting_offsets) == ((), "tidb_.*", {"t": {"0": 5, "1": -2}})
+    assert read_config(topic="t", max_offsets_per_trigger="1000").max_offsets_per_trigger == 1000
+    # An avro topic is read by its name: the sink's {schema}/{table} rule is a writer's.
+    assert read_config(topic="t", protocol="avro", schema_registry="http://r:8081").topics == ("t",)
+    assert read_config(topic="t").consumer_settings["isolation.level"] == "read_committed"
+
+
+@pytest.mark.parametrize("options, message", [
+    ({}, "option 'topic' is not set: give the topics to read"),
+    ({"topic": "a", "topic_pattern": "b"}, "not both"),
+    ({"topic": "a/b"}, "one Kafka topic name or several joined by commas"),
+    ({"topic_pattern": "(unclosed"}, "not a regular expression"),
+    ({"topic": "t", "starting_offsets": "first"}, "earliest, latest, or JSON per topic and partition"),
+    ({"topic": "t", "on_error": "ignore"}, "expected one of fail, skip"),
+    ({"topic": "t", "max_offsets_per_trigger": "0"}, "max-offsets-per-trigger"),
+    ({"topic": "t", "ending_offset": "latest"}, "unknown option; did you mean 'ending-offsets'"),
+    ({"topic": "t", "protocl": "simple"}, "unknown option; did you mean 'protocol'"),
+])
+def test_a_bad_read_option_is_named(options, message):
+    with pytest.raises(ConfigError, match=message):
+        read_config(**options)
+
+
+@pytest.mark.parametrize("text, spark_type", [
+    ("tinyint(1)", T.BooleanType()), ("tinyint", T.ByteType()), ("tinyint unsigned", T.ShortType()),
+    ("smallint", T.ShortType()), ("mediumint", T.IntegerType()), ("int unsigned", T.LongType()),
+    ("bigint", T.LongType()), ("bigint unsigned", T.DecimalType(20, 0)), ("decimal(12,3)", T.DecimalType(12, 3)),
+    ("decimal", T.DecimalType(38, 18)), ("decimal(65,30)", T.DecimalType(38, 30)), ("float", T.FloatType()),
+    ("double", T.DoubleType()), ("bit(12)", T.LongType()), ("year", T.IntegerType()), ("date", T.DateType()),
+    ("datetime(3)", T.TimestampNTZType()), ("timestamp", T.TimestampType()), ("time(2)", T.StringType()),
+    ("json", T.StringType()), ("varchar(10)", T.StringType()), ("varbinary", T.BinaryType()),
+    ("blob", T.BinaryType()), ("enum('a','b')", T.StringType()), ("enum", T.LongType()), ("set", T.LongType()),
+])
+def test_a_mysql_type_reads_as_the_spark_type_the_sink_writes_it_from(text, spark_type):
+    assert spark_type_of(carried_type(text)) == spark_type
+
+
+def spark_values(text: str, values: list, zone: str = "UTC") -> list:
+    t = parse_mysql_type(text)
+    return spark_column(pa.array(values, tidb_arrow_type(t)), t, zone).to_pylist()
+
+
+def test_tidb_values_become_the_spark_types_values():
+    assert spark_values("ENUM('a','b')", [1, 2, 0, None]) == ["a", "b", "", None]
+    assert spark_values("SET('r','g','b')", [5, 0, None]) == ["r,b", "", None]
+    assert spark_values("BIT(64)", [2**64 - 1, 5]) == [-1, 5]
+    assert spark_values("TINYINT(1)", [1, 0, 7]) == [True, False, True]
+    assert spark_values("BIGINT UNSIGNED", [2**64 - 1]) == [Decimal(2**64 - 1)]
+    # A TIMESTAMP is rendered in the time-zone option's wall clock; read back, it is that instant.
+    assert spark_values("TIMESTAMP", [dt.datetime(2024, 1, 2, 11, 4, 5)], "Asia/Shanghai") == [
+        dt.datetime(2024, 1, 2, 3, 4, 5, tzinfo=dt.timezone.utc)]
+
+
+def canal_messages() -> tuple[list, object]:
+    """The round-trip matrix (every type, inserts, updates with old values, deletes, NULLs) as Canal-JSON."""
+    rows = [row("INSERT", 1, VALUES), row("INSERT", 2, changed(NULLS, id=2)),
+            row("UPDATE", 3, changed(VALUES, id=2), changed(NULLS, id=2)), row("DELETE", 4, VALUES)]
+    config, layout, changes, _ = build(MATRIX, rows, **{**OPTIONS, "enable_tidb_extension": "true"})
+    routing = Routing(["t"], np.zeros(len(rows), dtype=np.int32), np.zeros(len(rows), dtype=np.int32), {"t": 1})
+    messages = encoder_for(config, layout.table).encode_rows(changes, routing)
+    return [v.encode() for v in messages.values.to_pylist()], config
+
+
+class Message:
+    def __init__(self, value: bytes, offset: int):
+        self._value, self._offset = value, offset
+
+    def key(self):
+        return None
+
+    def value(self):
+        return self._value
+
+    def offset(self):
+        return self._offset
+
+
+def test_canal_json_gives_the_same_rows_a_chunk_at_a_time_as_a_message_at_a_time():
+    values, config = canal_messages()
+    watermark = json.dumps({"id": 0, "database": "", "table": "", "pkNames": None, "isDdl": False,
+                            "type": "TIDB_WATERMARK", "es": 0, "ts": 0, "sql": "", "sqlType": None,
+                            "mysqlType": None, "data": None, "old": None,
+                            "_tidb": {"watermarkTs": 3 << 18}}).encode()
+    # The first row again after the watermark at its ts: a repeat, dropped both ways.
+    messages = [Message(v, i) for i, v in enumerate([*values[:3], watermark, values[0], values[3]])]
+    read_options = {**BASE, "topic": "t", "column-types": OPTIONS["column_types"], "time-zone": "Asia/Shanghai",
+                    "enable-tidb-extension": "true", "include-kafka-coordinates": "true"}
+    read = parse_read_options(read_options)
+    first = next(e for e in decoder_for(config).decode(None, values[0]) if isinstance(e, RowEvent))
+    layout = ReadLayout.from_event(read, first)
+
+    chunked = _RangeRead(layout, KafkaRange("t:0", 0, 6))
+    assert chunked.decoder.decode_columns([m.value() for m in messages], chunked.types) is not None
+    by_chunk = pa.Table.from_batches([*chunked.chunk(messages), *chunked.finish()])
+    one_by_one = _RangeRead(layout, KafkaRange("t:0", 0, 6))
+    for message in messages:
+        one_by_one.message(message)
+    by_message = pa.Table.from_batches(list(one_by_one.finish()))
+
+    assert by_chunk.num_rows == 4 and chunked.counts["repeated"] == one_by_one.counts["repeated"] == 1
+    assert by_chunk.to_pylist() == by_message.to_pylist()
+
