@@ -365,6 +365,14 @@ def test_demo_explains_what_a_reader_sees():
     assert "status: 1 (new) -> 2 (paid)" in out
     assert "WATERMARK  ts=" in out and "(2026-01-01 00:00:00.022 UTC)" in out
     assert "message(s) decoded" in out
+    # And read back by the ticdc format: the changes as the sink took them, the DDL last.
+    assert "back into a DataFrame: spark.read.format('ticdc')" in out
+    table = [line for line in out.splitlines() if line.startswith("|")]
+    assert table[0].split("|")[1:-1] == [f"{name:<{len(cell)}}" for name, cell in zip(
+        ["_op", "_commit_ts", "id", "customer", "amount", "status", "updated_at", "_before", "_ddl"],
+        table[0].split("|")[1:-1])]
+    assert "|UPDATE|" in table[6] and "|10.50 |paid   |" in table[6] and "{1, customer-1, 10.50, new, " in table[6]
+    assert table[-1].startswith("|DDL   |") and "ALTER TABLE orders ADD COLUMN note VARCHAR(64)" in table[-1]
 
 
 @pytest.mark.spark
