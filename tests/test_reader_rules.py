@@ -152,3 +152,26 @@ def test_a_stream_gives_consistent_cuts_and_resumes_from_its_checkpoint(spark, c
     run()
     after_restart = [rows for batch_id, rows in sorted(batches.items()) if batch_id >= first]
     assert after_restart == [[("DDL", 35, None), ("INSERT", 25, 4), ("INSERT", 30, 2), ("INSERT", 40, 5)]]
+
+
+def test_a_read_is_read_committed_and_leaves_out_aborted_transactions(spark, broker, canal_topic,
+                                                                       hides_aborted_transactions):
+    if not hides_aborted_transactions:
+        pytest.skip("this broker shows aborted transactions to read_committed consumers (the embedded one does); "
+                    "CI runs this test on Apache Kafka")
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "transactional.id": canal_topic.name})
+    producer.init_transactions(30)
+    for commit, rows in ((True, [canal_row(10, 1)]), (False, [canal_row(11, 2), canal_row(12, 3)]),
+                         (True, [canal_row(13, 4)])):
+        producer.begin_transaction()
+        for value in rows:
+            producer.produce(canal_topic.name, value=value, partition=0)
+        producer.flush(30)
+        (producer.commit_transaction if commit else producer.abort_transaction)(30)
+    options = {k: v for k, v in canal_topic.options().items() if k != "kafka.isolation.level"}  # the default
+
+    rows = spark.read.format("ticdc").options(**options).load().collect()
+
+    assert ids(rows) == [("INSERT", 10, 1), ("INSERT", 13, 4)]
