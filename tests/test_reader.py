@@ -133,7 +133,7 @@ def as_dicts(rows) -> list[dict]:
     return [row.asDict(recursive=True) for row in rows]
 
 
-def test_a_dataframe_written_by_the_sink_reads_back_equal(spark, broker, topic, read_protocol):
+def test_a_dataframe_written_by_the_sink_reads_back_equal(spark, broker, topic, read_protocol, tmp_path):
     protocol, extra = read_protocol
     spark.createDataFrame(changes(), CHANGES).repartition(2).write.format("ticdc").mode("append") \
         .options(**write_options(broker, topic, protocol, extra)).save()
@@ -148,5 +148,20 @@ def test_a_dataframe_written_by_the_sink_reads_back_equal(spark, broker, topic, 
         ("_ddl", T.StringType())]
     rows = as_dicts(frame.orderBy("_commit_ts").collect())
     assert [(r["_schema"], r["_table"], r["_ddl"]) for r in rows] == [("shop", "orders", None)] * 5
-    read = [{k: v for k, v in r.items() if k not in ("_schema", "_table", "_ddl")} for r in rows]
-    assert read == collected(expected_rows(protocol))
+    assert changes_of(rows) == collected(expected_rows(protocol))
+
+    # And as a stream: every micro-batch a cut at the sink's watermark (Avro's: at the offsets available).
+    streamed: list[dict] = []
+    stream = spark.readStream.format("ticdc").options(**read_options(broker, topic, protocol, extra)).load()
+    query = stream.writeStream.foreachBatch(lambda batch, _: streamed.extend(as_dicts(batch.collect()))) \
+        .option("checkpointLocation", str(tmp_path / "checkpoint")).start()
+    try:
+        query.processAllAvailable()
+    finally:
+        query.stop()
+    in_order = sorted(streamed, key=lambda row: (row["_commit_ts"] is not None, row["_commit_ts"]))
+    assert changes_of(in_order) == collected(expected_rows(protocol))
+
+
+def changes_of(rows: list[dict]) -> list[dict]:
+    return [{k: v for k, v in r.items() if k not in ("_schema", "_table", "_ddl")} for r in rows]
