@@ -22,6 +22,7 @@ from ..shared.decoding import allowed_members, enum_index, set_bitmask, typed_ro
 _ROW_KINDS = {"c": "INSERT", "r": "INSERT", "u": "UPDATE", "d": "DELETE"}
 _BINARY_TIDB_TYPES = {"binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob"}
 _EPOCH = dt.datetime(1970, 1, 1)
+_KEPT_SCHEMAS = 64  # envelope schemas a decoder keeps parsed (a topic's table shapes)
 
 
 class DebeziumDecoder(Decoder):
@@ -41,9 +42,15 @@ class DebeziumDecoder(Decoder):
         self._zone = ZoneInfo(config.time_zone if config else "UTC")
         self._time_fsp = {name: parse_mysql_type(text).fsp
                           for name, text in split_column_types(config.column_types or "")} if config else {}
+        self._fields: dict[bytes | None, dict] = {}  # an envelope schema's text -> its columns' types and converters
 
     def decode(self, key: bytes | None, value: bytes) -> list[RowEvent | DDLEvent | WatermarkEvent]:
-        message = json.loads(value, parse_float=Decimal)
+        # TiCDC writes the envelope's schema after its payload, and the same schema for every row of a table
+        # shape: it is parsed once per shape, and each message's payload alone.
+        value = value.encode() if isinstance(value, str) else value
+        at = value.rfind(b',"schema":{')
+        schema_text = value[at + len(',"schema":'):-1] if at >= 0 else None
+        message = json.loads(value[:at] + b"}" if at >= 0 else value, parse_float=Decimal)
         payload, source = message["payload"], message["payload"]["source"]
         if "tableChanges" in payload:
             changes = payload["tableChanges"]
@@ -51,7 +58,7 @@ class DebeziumDecoder(Decoder):
                              changes[0]["type"] if changes else "", source.get("commit_ts"))]
         if payload["op"] == "m":
             return [WatermarkEvent(source["commit_ts"])]
-        fields = self._converters(message.get("schema"))
+        fields = self._fields_of(schema_text)
 
         def value(name: str, v: Any) -> Any:
             return None if v is None else fields[name][1](v) if name in fields else v
@@ -66,6 +73,15 @@ class DebeziumDecoder(Decoder):
     @property
     def carries_watermarks(self) -> bool:
         return bool(self.options and self.options.enable_tidb_extension)
+
+    def _fields_of(self, schema_text: bytes | None) -> dict[str, tuple[MySQLType, Callable[[Any], Any]]]:
+        fields = self._fields.get(schema_text)
+        if fields is None:
+            if len(self._fields) >= _KEPT_SCHEMAS:
+                self._fields.clear()
+            schema = json.loads(schema_text) if schema_text is not None else None
+            fields = self._fields[schema_text] = self._converters(schema)
+        return fields
 
     def _converters(self, schema: dict | None) -> dict[str, tuple[MySQLType, Callable[[Any], Any]]]:
         """Per column of the envelope schema: its type and how its JSON value becomes the TiDB value."""
