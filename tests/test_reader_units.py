@@ -138,3 +138,19 @@ def test_canal_json_gives_the_same_rows_a_chunk_at_a_time_as_a_message_at_a_time
     assert by_chunk.num_rows == 4 and chunked.counts["repeated"] == one_by_one.counts["repeated"] == 1
     assert by_chunk.to_pylist() == by_message.to_pylist()
 
+
+
+def test_a_simple_row_whose_schema_never_came_is_typed_by_the_columns_the_read_knows():
+    """A read that starts after the BOOTSTRAP (a stream resumed, a given schema) still gives the table's rows."""
+    from pathlib import Path
+
+    golden = (Path(__file__).parent / "golden" / "simple" / "dml-insert.json").read_bytes().strip()
+    read = parse_read_options({**BASE, "topic": "t", "protocol": "simple", "database": "simple", "table": "user"})
+    layout = ReadLayout.from_schema(read, T.StructType([
+        T.StructField("_op", T.StringType()), T.StructField("id", T.IntegerType()),
+        T.StructField("name", T.StringType()), T.StructField("score", T.FloatType())]))
+    task = _RangeRead(layout, KafkaRange("t:0", 0, 1))
+    task.message(Message(golden, 0))
+
+    assert pa.Table.from_batches(list(task.finish())).to_pylist() == [
+        {"_op": "INSERT", "id": 1, "name": "John Doe", "score": 90.5}]

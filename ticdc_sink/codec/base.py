@@ -185,3 +185,7 @@ class Decoder(ABC):
     def learn_table_schemas(self, schemas: tuple[dict, ...]) -> None:
         """Start with table schemas another decoder learned: a reader that starts mid-topic types rows by the
         schemas found earlier in it."""
+
+    def type_unknown_rows_by(self, database: str, table: str, types: dict[str, MySQLType]) -> None:
+        """Type the rows of ``database.table`` whose table schema has not arrived by these column types, rather
+        than hold them back: a reader knows the columns of the table it reads (Simple's rows otherwise wait)."""

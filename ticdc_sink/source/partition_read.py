@@ -57,6 +57,8 @@ class _RangeRead:
         self.topic, self.partition = split_key(part.key)
         self.decoder = decoder_for(self.config.sink)
         self.decoder.learn_table_schemas(layout.table_schemas)
+        if layout.table is not None and layout.database is not None:
+            self.decoder.type_unknown_rows_by(layout.database, layout.table, {c.name: c.type for c in layout.columns})
         self.types = {c.name: c.type for c in layout.columns}
         self.rows = RowsBuilder(layout)
         self.counts: Counter = Counter()

@@ -35,6 +35,7 @@ class SimpleDecoder(Decoder):
         super().__init__(config)
         self._schemas: dict[SchemaKey, dict] = {}
         self._waiting: list[dict] = []
+        self._known_columns: dict[tuple[str, str], dict] = {}  # (database, table) -> a schema of its columns
 
     @property
     def waiting(self) -> int:
@@ -73,8 +74,15 @@ class SimpleDecoder(Decoder):
         self._waiting = [doc for doc in waiting if self._schema_of(doc) is None]
         return [ddl, *released]
 
+    def type_unknown_rows_by(self, database: str, table: str, types: dict[str, MySQLType]) -> None:
+        columns = [{"name": name, "dataType": {"mysqlType": t.base_name, "unsigned": t.unsigned,
+                                                "charset": "binary" if t.has_binary_charset else "utf8mb4"}}
+                   for name, t in types.items()]
+        self._known_columns[(database, table)] = {"columns": columns, "indexes": []}
+
     def _schema_of(self, doc: dict) -> dict | None:
-        return self._schemas.get((doc["database"], doc["table"], doc.get("schemaVersion", 0)))
+        exact = self._schemas.get((doc["database"], doc["table"], doc.get("schemaVersion", 0)))
+        return exact or self._known_columns.get((doc["database"], doc["table"]))
 
     def _row(self, doc: dict) -> RowEvent | None:
         schema = self._schema_of(doc)
@@ -83,7 +91,8 @@ class SimpleDecoder(Decoder):
         types = {c["name"]: c["dataType"] for c in schema["columns"]}
 
         def typed(row: dict | None) -> dict | None:
-            return typed_row(row, lambda name, value: _decode_value(value, types[name]))
+            known = row and {name: value for name, value in row.items() if name in types}
+            return typed_row(known, lambda name, value: _decode_value(value, types[name]))
 
         is_delete = doc["type"] == "DELETE"
         primary = next((i["columns"] for i in schema["indexes"] if i["primary"]), [])
