@@ -16,6 +16,7 @@ from changefeed import build
 from test_round_trip import MATRIX, NULLS, OPTIONS, VALUES, changed, row
 from ticdc_sink.codec import decoder_for, encoder_for
 from ticdc_sink.codec.base import RowEvent
+from ticdc_sink.codec.open_protocol.frames import frame
 from ticdc_sink.dispatch import Routing
 from ticdc_sink.errors import ConfigError
 from ticdc_sink.source.layout import ReadLayout
@@ -89,22 +90,39 @@ def test_tidb_values_become_the_spark_types_values():
         dt.datetime(2024, 1, 2, 3, 4, 5, tzinfo=dt.timezone.utc)]
 
 
-def canal_messages() -> tuple[list, object]:
-    """The round-trip matrix (every type, inserts, updates with old values, deletes, NULLs) as Canal-JSON."""
+def matrix_messages(protocol: str, batch: int = 1) -> tuple[list, list, object]:
+    """The round-trip matrix (every type, inserts, updates with old values, deletes, NULLs) as the protocol's
+    messages (keys, values), with a watermark at ts 3 after the third and the first row again after it; with
+    ``batch`` (Open Protocol's max-batch-size) above 1, its messages as they are."""
     rows = [row("INSERT", 1, VALUES), row("INSERT", 2, changed(NULLS, id=2)),
             row("UPDATE", 3, changed(VALUES, id=2), changed(NULLS, id=2)), row("DELETE", 4, VALUES)]
-    config, layout, changes, _ = build(MATRIX, rows, **{**OPTIONS, "enable_tidb_extension": "true"})
+    config, layout, changes, _ = build(MATRIX, rows, **{**OPTIONS, "protocol": protocol,
+                                                        "enable_tidb_extension": "true", "max_batch_size": str(batch)})
     routing = Routing(["t"], np.zeros(len(rows), dtype=np.int32), np.zeros(len(rows), dtype=np.int32), {"t": 1})
     messages = encoder_for(config, layout.table).encode_rows(changes, routing)
-    return [v.encode() for v in messages.values.to_pylist()], config
+    keys = [None if k is None else k.encode() if isinstance(k, str) else k
+            for k in (messages.keys.to_pylist() if messages.keys is not None else [None] * len(messages))]
+    values = [v.encode() if isinstance(v, str) else v for v in messages.values.to_pylist()]
+    if protocol == "open-protocol":
+        watermark = (frame([b'{"ts":%d,"t":3}' % (3 << 18)]), frame([b""], versioned=False))
+    else:
+        watermark = (None, json.dumps({"id": 0, "database": "", "table": "", "pkNames": None, "isDdl": False,
+                                       "type": "TIDB_WATERMARK", "es": 0, "ts": 0, "sql": "", "sqlType": None,
+                                       "mysqlType": None, "data": None, "old": None,
+                                       "_tidb": {"watermarkTs": 3 << 18}}).encode())
+    if batch > 1:
+        return keys, values, config
+    order = [0, 1, 2, None, 0, 3]
+    return ([watermark[0] if i is None else keys[i] for i in order],
+            [watermark[1] if i is None else values[i] for i in order], config)
 
 
 class Message:
-    def __init__(self, value: bytes, offset: int):
-        self._value, self._offset = value, offset
+    def __init__(self, key: bytes | None, value: bytes, offset: int):
+        self._key, self._value, self._offset = key, value, offset
 
     def key(self):
-        return None
+        return self._key
 
     def value(self):
         return self._value
@@ -113,31 +131,29 @@ class Message:
         return self._offset
 
 
-def test_canal_json_gives_the_same_rows_a_chunk_at_a_time_as_a_message_at_a_time():
-    values, config = canal_messages()
-    watermark = json.dumps({"id": 0, "database": "", "table": "", "pkNames": None, "isDdl": False,
-                            "type": "TIDB_WATERMARK", "es": 0, "ts": 0, "sql": "", "sqlType": None,
-                            "mysqlType": None, "data": None, "old": None,
-                            "_tidb": {"watermarkTs": 3 << 18}}).encode()
-    # The first row again after the watermark at its ts: a repeat, dropped both ways.
-    messages = [Message(v, i) for i, v in enumerate([*values[:3], watermark, values[0], values[3]])]
-    read_options = {**BASE, "topic": "t", "column-types": OPTIONS["column_types"], "time-zone": "Asia/Shanghai",
-                    "enable-tidb-extension": "true", "include-kafka-coordinates": "true"}
+@pytest.mark.parametrize("protocol, batch", [("canal-json", 1), ("open-protocol", 1), ("open-protocol", 8)])
+def test_a_chunk_at_a_time_gives_the_rows_of_a_message_at_a_time(protocol, batch):
+    keys, values, config = matrix_messages(protocol, batch)
+    messages = [Message(key, value, i) for i, (key, value) in enumerate(zip(keys, values))]
+    read_options = {**BASE, "protocol": protocol, "topic": "t", "column-types": OPTIONS["column_types"],
+                    "time-zone": "Asia/Shanghai", "enable-tidb-extension": "true", "include-kafka-coordinates": "true"}
     read = parse_read_options(read_options)
-    first = next(e for e in decoder_for(config).decode(None, values[0]) if isinstance(e, RowEvent))
+    first = next(e for e in decoder_for(config).decode(keys[0], values[0]) if isinstance(e, RowEvent))
     layout = ReadLayout.from_event(read, first)
 
     chunked = _RangeRead(layout, KafkaRange("t:0", 0, 6))
-    assert chunked.decoder.decode_columns([m.value() for m in messages], chunked.types) is not None
+    assert chunked.decoder.decode_columns(keys, values, chunked.types) is not None
     by_chunk = pa.Table.from_batches([*chunked.chunk(messages), *chunked.finish()])
     one_by_one = _RangeRead(layout, KafkaRange("t:0", 0, 6))
     for message in messages:
         one_by_one.message(message)
     by_message = pa.Table.from_batches(list(one_by_one.finish()))
 
-    assert by_chunk.num_rows == 4 and chunked.counts["repeated"] == one_by_one.counts["repeated"] == 1
+    # The first row again after the watermark at its ts: a repeat, dropped both ways.
+    repeats = 1 if batch == 1 else 0
+    assert by_chunk.num_rows == 4 and chunked.counts["repeated"] == one_by_one.counts["repeated"] == repeats
+    assert batch == 1 or len(messages) == 1  # all four events in one message
     assert by_chunk.to_pylist() == by_message.to_pylist()
-
 
 
 def test_a_simple_row_whose_schema_never_came_is_typed_by_the_columns_the_read_knows():
@@ -150,7 +166,7 @@ def test_a_simple_row_whose_schema_never_came_is_typed_by_the_columns_the_read_k
         T.StructField("_op", T.StringType()), T.StructField("id", T.IntegerType()),
         T.StructField("name", T.StringType()), T.StructField("score", T.FloatType())]))
     task = _RangeRead(layout, KafkaRange("t:0", 0, 1))
-    task.message(Message(golden, 0))
+    task.message(Message(None, golden, 0))
 
     assert pa.Table.from_batches(list(task.finish())).to_pylist() == [
         {"_op": "INSERT", "id": 1, "name": "John Doe", "score": 90.5}]

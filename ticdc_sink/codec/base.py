@@ -132,8 +132,8 @@ Event = RowEvent | DDLEvent | WatermarkEvent
 
 @dataclass
 class MessageColumns:
-    """A chunk of messages decoded a column at a time, one entry per message, for a protocol whose messages
-    carry one event each (the reader's fast path; ``Decoder.decode_columns``)."""
+    """A chunk of messages decoded a column at a time, one entry per event (the reader's fast path;
+    ``Decoder.decode_columns``)."""
 
     op: pa.Array  # string: INSERT, UPDATE, DELETE; null for a message that is no row change
     database: pa.Array  # string
@@ -142,6 +142,7 @@ class MessageColumns:
     watermark_ts: pa.Array  # int64: a watermark's ts, null for every other message
     new: dict[str, pa.Array]  # per table column, its TiDB values (``tidb_arrow_type``): the row, or the deleted row
     old: dict[str, pa.Array]  # per table column, an UPDATE's old values
+    message: pa.Array | None = None  # int32: the message of each event, where a message may carry several
 
 
 class Decoder(ABC):
@@ -162,9 +163,10 @@ class Decoder(ABC):
     def decode(self, key: bytes | None, value: bytes | None) -> list[Event]:
         ...
 
-    def decode_columns(self, values: list[bytes], types: dict[str, MySQLType]) -> MessageColumns | None:
-        """The messages with these values a column at a time, the table's columns typed by ``types``; or None
-        where this protocol, or this chunk (a DDL in it, a message it cannot parse), needs ``decode``."""
+    def decode_columns(self, keys: list[bytes | None], values: list[bytes],
+                       types: dict[str, MySQLType]) -> MessageColumns | None:
+        """The messages with these keys and values a column at a time, the table's columns typed by ``types``;
+        or None where this protocol, or this chunk (a DDL in it, a message it cannot parse), needs ``decode``."""
         return None
 
     @property

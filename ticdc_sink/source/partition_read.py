@@ -66,7 +66,8 @@ class _RangeRead:
 
     def chunk(self, messages: list) -> Iterator[pa.RecordBatch]:
         """The record batches of a chunk of messages: a column at a time where the protocol can, else one by one."""
-        columns = self.decoder.decode_columns([m.value() for m in messages], self.types)
+        columns = self.decoder.decode_columns([m.key() for m in messages], [m.value() for m in messages],
+                                              self.types)
         if columns is None:
             for message in messages:
                 self.message(message)
@@ -77,18 +78,21 @@ class _RangeRead:
         if pc.any(keep).as_py():
             if len(self.rows):
                 yield self.take()
-            batch = self.rows.batch_of_columns(columns, keep, self.topic, self.partition,
-                                               pa.array([m.offset() for m in messages], pa.int64()))
+            offsets = pa.array([m.offset() for m in messages], pa.int64())
+            if columns.message is not None:
+                offsets = offsets.take(columns.message)
+            batch = self.rows.batch_of_columns(columns, keep, self.topic, self.partition, offsets)
             self.counts["rows"] += batch.num_rows
             yield batch
 
     def _kept(self, columns: MessageColumns, messages: list) -> pa.Array:
-        """Which messages' rows the read gives: the rules of ``message``, a column at a time."""
+        """Which events' rows the read gives: the rules of ``message``, a column at a time."""
         watermarks = columns.watermark_ts.fill_null(-1).to_numpy(zero_copy_only=False)
         seen = np.maximum.accumulate(np.concatenate(([self.watermark], watermarks)))
         self.watermark = int(seen[-1])
         is_row = columns.op.is_valid().to_numpy(zero_copy_only=False)
-        ours = np.ones(len(messages), dtype=bool)
+        events = len(columns.op)
+        ours = np.ones(events, dtype=bool)
         if self.layout.table is not None:
             ours &= pc.equal(columns.table, self.layout.table).fill_null(False).to_numpy(zero_copy_only=False)
         if self.layout.database is not None:
@@ -96,13 +100,15 @@ class _RangeRead:
         others = is_row & ~ours
         if others.any():
             first = int(np.argmax(others))
-            self._other_table(columns.database[first].as_py(), columns.table[first].as_py(), messages[first].offset())
+            message = first if columns.message is None else columns.message[first].as_py()
+            self._other_table(columns.database[first].as_py(), columns.table[first].as_py(),
+                              messages[message].offset())
             self.counts["of other tables"] += int(others.sum())
         has_ts = columns.commit_ts.is_valid().to_numpy(zero_copy_only=False)
         ts = columns.commit_ts.fill_null(-1).to_numpy(zero_copy_only=False)
         repeated = is_row & ours & has_ts & (ts <= seen[:-1])
         self.counts["repeated"] += int(repeated.sum())
-        window = np.ones(len(messages), dtype=bool)
+        window = np.ones(events, dtype=bool)
         if self.part.after_ts is not None:
             window &= ~has_ts | (ts > self.part.after_ts)
         if self.part.through_ts is not None:

@@ -84,6 +84,7 @@ _KINDS: dict[str, _Kind] = {
 }
 
 
+BLOB_CODES = frozenset({TYPE_TINY_BLOB, TYPE_MEDIUM_BLOB, TYPE_LONG_BLOB, TYPE_BLOB})  # TEXT and BLOB kinds
 KIND_NAMES = frozenset(_KINDS)  # the base types the column model knows
 INTEGER_KINDS = frozenset({"tinyint", "smallint", "mediumint", "int", "bigint"})
 STRING_KINDS = frozenset({"char", "varchar", "tinytext", "text", "mediumtext", "longtext"})

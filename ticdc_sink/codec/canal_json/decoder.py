@@ -44,7 +44,7 @@ class CanalJSONDecoder(Decoder):
             column_types=self._types_of(types),
         )]
 
-    def decode_columns(self, values: list[bytes], types: dict) -> MessageColumns | None:
+    def decode_columns(self, keys: list, values: list[bytes], types: dict) -> MessageColumns | None:
         return decode_columns(values, types)
 
     def _types_of(self, mysql_types: dict[str, str]) -> dict:

@@ -9,13 +9,14 @@ import json
 from decimal import Decimal
 from typing import Any
 
-from ...table.mysql_types import (FLAG_BINARY, FLAG_PRIMARY_KEY, TYPE_BIT, TYPE_BLOB, TYPE_DATE, TYPE_DATETIME,
-                                  TYPE_DOUBLE, TYPE_ENUM, TYPE_FLOAT, TYPE_INT24, TYPE_LONG, TYPE_LONG_BLOB,
-                                  TYPE_LONGLONG, TYPE_MEDIUM_BLOB, TYPE_NEWDECIMAL, TYPE_SET, TYPE_SHORT, TYPE_STRING,
-                                  TYPE_TIMESTAMP, TYPE_TINY, TYPE_TINY_BLOB, TYPE_VARCHAR, TYPE_YEAR, type_of_code)
-from ..base import DDLEvent, Decoder, RowEvent, WatermarkEvent
+from ...table.mysql_types import (BLOB_CODES, FLAG_BINARY, FLAG_PRIMARY_KEY, TYPE_BIT, TYPE_DATE, TYPE_DATETIME,
+                                  TYPE_DOUBLE, TYPE_ENUM, TYPE_FLOAT, TYPE_INT24, TYPE_LONG, TYPE_LONGLONG,
+                                  TYPE_NEWDECIMAL, TYPE_SET, TYPE_SHORT, TYPE_STRING, TYPE_TIMESTAMP, TYPE_TINY,
+                                  TYPE_VARCHAR, TYPE_YEAR, type_of_code)
+from ..base import DDLEvent, Decoder, MessageColumns, RowEvent, WatermarkEvent
 from ..shared.decoding import typed_row
 from ..shared.json_text import go_unquote_body
+from .columns import decode_columns
 from .encoder import DDL_EVENT, RESOLVED_EVENT
 from .frames import split_frame
 
@@ -33,6 +34,9 @@ class OpenProtocolDecoder(Decoder):
     @property
     def carries_watermarks(self) -> bool:
         return True
+
+    def decode_columns(self, keys: list, values: list[bytes], types: dict) -> MessageColumns | None:
+        return decode_columns(keys, values, types)
 
     def decode(self, key: bytes | None, value: bytes) -> list:
         keys = split_frame(key or b"")
@@ -67,7 +71,6 @@ def _column_value(name: str, column: dict) -> Any:
 
 _NUMBER_CODES = {TYPE_TINY, TYPE_SHORT, TYPE_LONG, TYPE_LONGLONG, TYPE_INT24, TYPE_YEAR, TYPE_BIT, TYPE_ENUM,
                  TYPE_SET}
-_BLOB_CODES = {TYPE_TINY_BLOB, TYPE_MEDIUM_BLOB, TYPE_LONG_BLOB, TYPE_BLOB}
 
 
 def decode_value(value: Any, code: int, flag: int) -> Any:
@@ -84,7 +87,7 @@ def decode_value(value: Any, code: int, flag: int) -> Any:
         return dt.date.fromisoformat(value)
     if code in (TYPE_TIMESTAMP, TYPE_DATETIME):
         return dt.datetime.fromisoformat(value)
-    if code in _BLOB_CODES:
+    if code in BLOB_CODES:
         data = base64.b64decode(value)
         return data if flag & FLAG_BINARY else data.decode("utf-8")
     if code in (TYPE_VARCHAR, TYPE_STRING) and flag & FLAG_BINARY:
