@@ -105,6 +105,8 @@ def matrix_messages(protocol: str, batch: int = 1) -> tuple[list, list, object]:
     values = [v.encode() if isinstance(v, str) else v for v in messages.values.to_pylist()]
     if protocol == "open-protocol":
         watermark = (frame([b'{"ts":%d,"t":3}' % (3 << 18)]), frame([b""], versioned=False))
+    elif protocol == "simple":
+        watermark = (None, b'{"version":1,"type":"WATERMARK","commitTs":%d,"buildTs":0}' % (3 << 18))
     else:
         watermark = (None, json.dumps({"id": 0, "database": "", "table": "", "pkNames": None, "isDdl": False,
                                        "type": "TIDB_WATERMARK", "es": 0, "ts": 0, "sql": "", "sqlType": None,
@@ -131,15 +133,20 @@ class Message:
         return self._offset
 
 
-@pytest.mark.parametrize("protocol, batch", [("canal-json", 1), ("open-protocol", 1), ("open-protocol", 8)])
+@pytest.mark.parametrize("protocol, batch", [("canal-json", 1), ("open-protocol", 1), ("open-protocol", 8),
+                                             ("simple", 1)])
 def test_a_chunk_at_a_time_gives_the_rows_of_a_message_at_a_time(protocol, batch):
     keys, values, config = matrix_messages(protocol, batch)
     messages = [Message(key, value, i) for i, (key, value) in enumerate(zip(keys, values))]
     read_options = {**BASE, "protocol": protocol, "topic": "t", "column-types": OPTIONS["column_types"],
                     "time-zone": "Asia/Shanghai", "enable-tidb-extension": "true", "include-kafka-coordinates": "true"}
     read = parse_read_options(read_options)
-    first = next(e for e in decoder_for(config).decode(keys[0], values[0]) if isinstance(e, RowEvent))
-    layout = ReadLayout.from_event(read, first)
+    decoder = decoder_for(config)
+    if protocol == "simple":  # its rows are typed by the table's schema, from a BOOTSTRAP before them
+        decoder.decode(None, encoder_for(config, build(MATRIX, [], **OPTIONS)[1].table)
+                       .bootstrap_messages("d", "m", "t").values[0].as_py().encode())
+    first = next(e for e in decoder.decode(keys[0], values[0]) if isinstance(e, RowEvent))
+    layout = ReadLayout.from_event(read, first, decoder.table_schemas)
 
     chunked = _RangeRead(layout, KafkaRange("t:0", 0, 6))
     assert chunked.decoder.decode_columns(keys, values, chunked.types) is not None

@@ -11,9 +11,10 @@ from typing import Any
 from ...render import go_float_text
 from ...table.mysql_types import INTEGER_KINDS, MySQLType
 from ...table.type_grammar import carried_type
-from ..base import DDLEvent, Decoder, RowEvent, WatermarkEvent
+from ..base import DDLEvent, Decoder, MessageColumns, RowEvent, WatermarkEvent
 from ..shared.decoding import text_value, typed_row, unsigned_64
 from .avro_wire import SimpleAvro
+from .json_columns import decode_columns
 from .json_wire import SimpleJSON
 
 SchemaKey = tuple[str, str, int]  # (database, table, version)
@@ -73,6 +74,9 @@ class SimpleDecoder(Decoder):
         released = [e for e in map(self._row, waiting) if e is not None]
         self._waiting = [doc for doc in waiting if self._schema_of(doc) is None]
         return [ddl, *released]
+
+    def decode_columns(self, keys: list, values: list[bytes], types: dict) -> MessageColumns | None:
+        return decode_columns(values, types)
 
     def type_unknown_rows_by(self, database: str, table: str, types: dict[str, MySQLType]) -> None:
         columns = [{"name": name, "dataType": {"mysqlType": t.base_name, "unsigned": t.unsigned,
