@@ -61,8 +61,7 @@ def find_layout(config: ReadConfig) -> ReadLayout:
                 for event in events:
                     if not isinstance(event, RowEvent):
                         continue
-                    if wanted[1] is not None and (event.table != wanted[1] or
-                                                  (wanted[0] is not None and event.database != wanted[0])):
+                    if (wanted[0] not in (None, event.database)) or (wanted[1] not in (None, event.table)):
                         continue
                     if event.type != "DELETE":
                         return ReadLayout.from_event(config, event, decoder.table_schemas)
@@ -71,7 +70,7 @@ def find_layout(config: ReadConfig) -> ReadLayout:
                 break
     if fallback is not None:
         return ReadLayout.from_event(config, fallback, decoder.table_schemas)
-    which = f"table {'.'.join(w for w in wanted if w)}" if wanted[1] else "any table"
+    which = f"table {'.'.join(w for w in wanted if w)}" if any(wanted) else "any table"
     raise ConfigError("topic", config.describe_topics(),
                       f"found no row of {which} to learn its columns from; give the schema with "
                       ".schema('_op STRING, _commit_ts BIGINT, id INT, ...') (column-types for MySQL types)")
