@@ -177,3 +177,10 @@ def test_a_simple_row_whose_schema_never_came_is_typed_by_the_columns_the_read_k
 
     assert pa.Table.from_batches(list(task.finish())).to_pylist() == [
         {"_op": "INSERT", "id": 1, "name": "John Doe", "score": 90.5}]
+
+
+def test_a_writers_topic_expression_reads_as_its_topics():
+    # The same options as the write: the table's topic, or with no table named every topic the expression makes.
+    assert read_config(topic="tidb_{schema}_{table}", database="shop", table="orders").topics == ("tidb_shop_orders",)
+    config = read_config(topic="tidb_{schema}_{table}")
+    assert (config.topics, config.topic_pattern) == ((), r"tidb_.+_.+")

@@ -86,28 +86,41 @@ def parse_read_options(options: Mapping[str, str]) -> ReadConfig:
         raise ConfigError("topic", topic, "give the topics to read: topic (a name or a comma-separated list) or "
                                           "topic-pattern (a regular expression), not both")
     topics: tuple[str, ...] = ()
+    pattern = read.topic_pattern
+    if topic is not None and "{" in topic:
+        # The writer's expression, as the sink wrote it: the topic of database.table, or every topic it makes.
+        topic, pattern = _expression_topics(topic, given.get("database"), given.get("table"))
     if topic is not None:
         topics = tuple(t.strip() for t in topic.split(",") if t.strip())
         bad = [t for t in topics if not _TOPIC_NAME.match(t)]
         if not topics or bad:
-            raise ConfigError("topic", topic, "one Kafka topic name or several joined by commas; a reader takes "
-                                              "no {schema}/{table} expression: use topic-pattern")
+            raise ConfigError("topic", topic, "one Kafka topic name or several joined by commas, a writer's "
+                                              "expression such as tidb_{schema}_{table}, or topic-pattern")
     else:
         try:
-            re.compile(read.topic_pattern)
+            re.compile(pattern)
         except re.error as e:
-            raise ConfigError("topic-pattern", read.topic_pattern, f"not a regular expression ({e})") from None
+            raise ConfigError("topic-pattern", pattern, f"not a regular expression ({e})") from None
 
     rest = {k: v for k, v in given.items() if k not in _READ_OPTIONS}
-    sink = parse_options({**rest, "topic": topic or read.topic_pattern}, reading=True)
+    sink = parse_options({**rest, "topic": topic or pattern}, reading=True)
     limit = read.max_offsets_per_trigger
     return ReadConfig(
-        sink=sink, topics=topics, topic_pattern=read.topic_pattern,
+        sink=sink, topics=topics, topic_pattern=pattern,
         starting_offsets=_parse_offsets("starting-offsets", read.starting_offsets),
         ending_offsets=_parse_offsets("ending-offsets", read.ending_offsets),
         max_offsets_per_trigger=None if limit is None else parse_int("max-offsets-per-trigger", limit, 1),
         on_error=read.on_error, include_kafka_coordinates=read.include_kafka_coordinates,
     )
+
+
+def _expression_topics(expression: str, database: str | None, table: str | None) -> tuple[str | None, str | None]:
+    """A sink's topic expression read back: (the topic of ``database.table`` when both are given, or None;
+    else None and a pattern of every topic the expression makes)."""
+    if database is not None and table is not None:
+        return expression.replace("{schema}", database).replace("{table}", table), None
+    parts = re.split(r"(\{schema\}|\{table\})", expression)
+    return None, "".join(".+" if part in ("{schema}", "{table}") else re.escape(part) for part in parts)
 
 
 def _parse_offsets(option: str, text: str) -> str | dict:
