@@ -49,7 +49,7 @@ def find_layout(config: ReadConfig) -> ReadLayout:
     wanted = (config.sink.database, config.sink.table)
     with TopicsView(config) as view:
         keys = view.partitions()
-        bounds = view.bounds(keys, confirmed=False)  # the first rows are what counts here, not the exact ends
+        bounds = view.bounds(keys)
         for key in keys:
             start, end = bounds[key]
             for message in view.messages(key, start, min(end, start + _INFERENCE_MESSAGES - read)):

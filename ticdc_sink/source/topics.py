@@ -83,15 +83,14 @@ class TopicsView:
             names = list(self.config.topics)
         return [partition_key(t, p) for t in names for p in sorted(topics[t].partitions)]
 
-    def bounds(self, keys: list[PartitionKey], confirmed: bool = True) -> dict[PartitionKey, tuple[int, int]]:
-        """(earliest, end) offsets of each partition: the end the last stable offset for read_committed;
-        ``confirmed``: read past ends a broker reports too low."""
+    def bounds(self, keys: list[PartitionKey]) -> dict[PartitionKey, tuple[int, int]]:
+        """(earliest, end) offsets of each partition: the end the last stable offset for read_committed."""
         if not keys:
             return {}
         parts = [TopicPartition(*split_key(k)) for k in keys]
         low = self._list_offsets(parts, OffsetSpec.earliest())
         high = self._list_offsets(parts, OffsetSpec.latest())
-        ends = self._confirmed_ends(high) if confirmed else high
+        ends = self._confirmed_ends(high)
         return {k: (low[k], ends[k]) for k in keys}
 
     def _list_offsets(self, parts: list[TopicPartition], spec: OffsetSpec) -> dict[PartitionKey, int]:
