@@ -4,6 +4,7 @@
     python bench/run.py --small         # seconds: the CI smoke run, no verdicts about speed
     python bench/run.py --encode-only --protocols avro   # one protocol's encoders only, no broker or Spark
     python bench/run.py --encode-only --protocols debezium --rows 100000
+    python bench/run.py --read-only     # only the reads: rewrites that section of bench/RESULTS.md, keeps the rest
 
 Measures, on the standard change feed (``feed.py``):
   - encode-only rows/s and MB/s of every implemented protocol's encoder, and of
@@ -20,7 +21,15 @@ Measures, on the standard change feed (``feed.py``):
     mode and the hand-written ``foreachPartition`` producer; and Spark's
     ``noop`` sink (the input limit);
   - per protocol, the peak RSS of the Python worker writing one large partition
-    (to a broker that drops what it receives, unless ``--bootstrap-servers``).
+    (to a broker that drops what it receives, unless ``--bootstrap-servers``);
+  - reading: per protocol, ``spark.read.format("ticdc")`` over a topic the sink
+    wrote, its schema inferred and given; on Canal-JSON, beside it in one
+    session, Spark's Kafka source with ``from_json`` and with a per-row Python
+    UDF; the worker's peak RSS reading one large partition; the reader outside
+    Spark, under cProfile.  Against real Kafka (``integration/kafka_server.py``,
+    unless ``--bootstrap-servers``), with Spark's Kafka source from Maven Central:
+    so ``--small`` leaves the reads out (the CI smoke run starts neither) unless
+    with ``--read-only``.
 Results go to ``bench/RESULTS.md`` with the ratios, the targets, the machine and
 the command.  The avro protocol needs a Schema Registry: ``--schema-registry URL``,
 else the in-process TEST DOUBLE of the tests (``tests/schema_registry_double.py``).
@@ -31,13 +40,17 @@ from __future__ import annotations
 import argparse
 import contextlib
 import cProfile
+import functools
+import hashlib
 import importlib.util
 import io
+import json
 import multiprocessing
 import os
 import platform
 import pstats
 import re
+import subprocess
 import sys
 import tempfile
 import threading
@@ -45,6 +58,7 @@ import time
 import uuid
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import pyarrow as pa
@@ -54,9 +68,10 @@ BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 
 from baselines import (HANDWRITTEN, PRODUCE_CALLS, STANDARD_SERIALIZER, AvroTarget, DrainDataSource,  # noqa: E402
-                       drained, produce_all, serializer_choices)
+                       canal_json_by_from_json, canal_json_by_python_udf, drained, produce_all, serializer_choices)
 from feed import BENCHED, sink_options, spark_schema, topic_written, write_feed  # noqa: E402
 
+from ticdc_sink import order_changes
 from ticdc_sink.changes.contract import ChangeBatchBuilder
 from ticdc_sink.changes.contract import InputLayout
 from ticdc_sink.codec import encoder_for
@@ -87,6 +102,19 @@ DRAIN = "Python sink that drops its input (bench-drain)"
 RSS = "peak worker RSS"
 CHECK_ROWS = 5_000  # rows whose hand-written Avro and Debezium messages must be the sink's, byte for byte
 ENCODE_TOPIC = "bench"  # the topic (avro: its stem) of the encode-only runs, which write nowhere
+KAFKA_SERVER = BENCH.parent / "integration" / "kafka_server.py"
+KAFKA_SOURCE = "org.apache.spark:spark-sql-kafka-0-10_2.13"  # Spark's Kafka source, at pyspark's version if served
+KAFKA_SOURCE_SERVED = "4.2.0"  # else the newest Maven Central serves (in 2026-11: none for pyspark 4.3)
+READER = "ticdc reader"
+FROM_JSON = "Spark Kafka source + from_json, hand-written schema"
+PYTHON_UDF = "Spark Kafka source + Python UDF, json.loads and a tuple per row"
+READ_TARGETS = {FROM_JSON: 2.0, PYTHON_UDF: 5.0}  # the reader (schema inferred) vs each, on Canal-JSON
+READ_TURNS = 3
+READ_RSS_PROTOCOL = "canal-json"
+READ_PROFILE_MESSAGES = 50_000  # of a partition, read by the reader outside Spark, timed and under cProfile
+FLAT_GROWTH = 0.10  # the reader's peak RSS is flat when 5x the rows grow it by less
+READ_SECTION_START = "<!-- read: bench/run.py --read-only rewrites this section -->"
+READ_SECTION_END = "<!-- /read -->"
 
 
 def title(protocol: str) -> str:
@@ -424,15 +452,32 @@ def timed(action) -> float:
     return time.perf_counter() - started
 
 
-_PROCESS_KINDS = ((b"tansu", "broker"), (b"org.apache.spark", "JVM"), (b"pyspark.daemon", "Python"),
-                  (b"multiprocessing", "Python"))
+_PROCESS_KINDS = ((b"tansu", "broker"), (b"kafka.Kafka", "broker"), (b"org.apache.spark", "JVM"),
+                  (b"pyspark.daemon", "Python"), (b"multiprocessing", "Python"))
+
+
+def own_processes() -> set[str]:
+    """The pids of this process and its descendants (Spark's JVM and workers, the brokers it started): another
+    user's Spark or Kafka on the machine is not measured."""
+    parents = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                parents[pid] = f.read().rsplit(")", 1)[1].split()[1]
+        except OSError:
+            continue
+    own, found = set(), {str(os.getpid())}
+    while found:
+        own |= found
+        found = {pid for pid, parent in parents.items() if parent in found} - own
+    return own
 
 
 def _cpu_by_process() -> dict[tuple[str, str], tuple[str, float]]:
     """(pid, start time) -> (kind, CPU seconds of its own so far) for the live processes of each kind."""
     tick = os.sysconf("SC_CLK_TCK")
     found = {}
-    for pid in filter(str.isdigit, os.listdir("/proc")):
+    for pid in own_processes():
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as f:
                 command = f.read()
@@ -571,7 +616,7 @@ def _handwritten_partition(bootstrap_servers: str, topic: str, protocol: str, pa
 
 
 class WorkerMemory:
-    """Samples the RSS of Spark's Python workers (processes of ``pyspark.daemon``)."""
+    """Samples the RSS of Spark's Python workers (processes of ``pyspark.daemon``) that this process started."""
 
     def __init__(self, interval: float = 0.2):
         self.interval, self.peak_kb = interval, 0
@@ -580,9 +625,7 @@ class WorkerMemory:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            for pid in os.listdir("/proc"):
-                if not pid.isdigit():
-                    continue
+            for pid in own_processes():
                 try:
                     with open(f"/proc/{pid}/cmdline", "rb") as f:
                         if b"pyspark.daemon" not in f.read():
@@ -637,7 +680,234 @@ def memory_runs(args, registry: str | None) -> list[Result]:
 
 
 # ---------------------------------------------------------------------------
+# Reading TiCDC topics into Spark
+
+
+@dataclass
+class ReadRuns:
+    """What the read section measured, and with what."""
+
+    results: list[Result]
+    broker: str
+    kafka_source: str  # the Maven package of Spark's Kafka source
+    outside_spark: dict[str, tuple[str, str]]  # per protocol: the reader's speed in this process, and its profile
+    revision: str  # of the reader when the reads began (reader_revision)
+
+
+@contextlib.contextmanager
+def read_broker(args):
+    """``(bootstrap servers, description, read settings)`` of the broker the reads run against: --bootstrap-servers,
+    else real Apache Kafka (``integration/kafka_server.py``), else the embedded broker, a fallback only: its high
+    watermarks are wrong, which the reader confirms by reading past them and Spark's Kafka source does not."""
+    if args.bootstrap_servers:
+        yield args.bootstrap_servers, f"Kafka at {args.bootstrap_servers} (--bootstrap-servers)", {}
+        return
+    kafka_server = module_at(KAFKA_SERVER)
+    try:
+        cluster, failure = kafka_server.KafkaCluster().start(), None
+    except kafka_server.KafkaServerError as e:
+        say(f"real Kafka did not start ({e}): reading from the embedded broker instead")
+        cluster, failure = None, e
+    if cluster is None:
+        from ticdc_sink.broker import EmbeddedBroker
+
+        with EmbeddedBroker() as broker:
+            yield (broker.bootstrap_servers, f"the embedded Tansu broker, as real Kafka did not start ({failure}); "
+                   "its high watermarks are wrong, which Spark's Kafka source may trip over",
+                   {"kafka.isolation.level": "read_uncommitted"})
+        return
+    try:
+        yield (cluster.bootstrap_servers,
+               f"Apache Kafka {kafka_server.KAFKA_VERSION}, one node on loopback (`integration/kafka_server.py`)", {})
+    finally:
+        cluster.stop()
+
+
+def kafka_source_spark():
+    """A session with Spark's Kafka source, and its Maven package: of the running pyspark's version, else the newest
+    Maven Central serves.  Packages are fixed when the JVM starts: this must be the process's first session."""
+    import pyspark
+    from pyspark.errors import PySparkRuntimeError
+
+    for version in dict.fromkeys((pyspark.__version__, KAFKA_SOURCE_SERVED)):
+        package = f"{KAFKA_SOURCE}:{version}"
+        try:
+            # Spark has slf4j-api already, and Ivy fails on the local Maven cache's copy (its pom without its jar).
+            return local_spark({"spark.jars.packages": package, "spark.jars.excludes": "org.slf4j:slf4j-api"}), package
+        except PySparkRuntimeError:
+            say(f"{package} could not be fetched")
+    raise RuntimeError(f"Spark's Kafka source ({KAFKA_SOURCE}) could not be fetched from Maven Central")
+
+
+def write_read_topic(spark, path: Path, bootstrap_servers: str, protocol: str, registry: str | None,
+                     partitions: int) -> dict[str, str]:
+    """The feed written by the sink to a topic of its own as TiCDC writes one: with the TiDB extension (commit ts
+    and ops), each partition in commit order (``order_changes``), its watermark last. The write's options."""
+    options = {**sink_options(bootstrap_servers, f"bench-read-{protocol}-{uuid.uuid4().hex[:8]}", protocol=protocol,
+                              schema_registry=registry),
+               "enable-tidb-extension": "true",
+               "partition-num": str(partitions)}  # order_changes's count where the topic is an expression (avro)
+    _create_topic(bootstrap_servers, topic_written(options), partitions)
+    order_changes(spark.read.parquet(str(path)), options).write.format("ticdc").mode("append").options(**options).save()
+    return options
+
+
+def read_options(options: dict[str, str], settings: dict[str, str]) -> dict[str, str]:
+    """A read of the topic a write made: the write's options (one map serves both directions), but not its choice
+    of table and partitions, naming the topic written."""
+    kept = {key: value for key, value in options.items() if key not in ("database", "table", "partition")}
+    return {**kept, "topic": topic_written(options), **settings}
+
+
+def table_columns():
+    """The feed's table columns in their Spark types, each nullable, as read back."""
+    from pyspark.sql import types as T
+
+    return T.StructType([T.StructField(f.name, f.dataType) for f in spark_schema().fields
+                         if not f.name.startswith("_")])
+
+
+def noop_rows(frame) -> int:
+    """Every row of ``frame`` into Spark's noop sink (the whole DataFrame materialised); the rows, counted on the
+    way."""
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
+
+    observation = Observation("rows")
+    frame.observe(observation, F.count(F.lit(1)).alias("rows")).write.format("noop").mode("overwrite").save()
+    return observation.get["rows"]
+
+
+def measured_read(name: str, frame_of, section: str = "read") -> Result:
+    """``frame_of()`` (the reader's ``load()``, inferring its schema or not, or a query over Spark's Kafka source)
+    and its rows into the noop sink, timed as a whole."""
+    counted = []
+    seconds, used = timed_with_cpu(lambda: counted.append(noop_rows(frame_of())))
+    return Result(section, name, counted[0], seconds, note=cpu_note(used, seconds), cpu=used)
+
+
+def canal_json_baselines(spark, bootstrap_servers: str, topic: str) -> dict[str, Callable]:
+    """The queries a user would write over Spark's Kafka source without the reader (``baselines.py``)."""
+    def kafka():
+        return (spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap_servers)
+                .option("subscribe", topic).option("startingOffsets", "earliest").load())
+
+    columns = table_columns()
+    return {FROM_JSON: lambda: canal_json_by_from_json(kafka(), columns),
+            PYTHON_UDF: lambda: canal_json_by_python_udf(kafka(), columns)}
+
+
+def check_rows(results: list[Result], rows: int) -> None:
+    """Fails unless every read gave the feed's rows: then they compare like for like."""
+    wrong = [f"{r.name}: {r.rows:,}" for r in results if r.rows != rows]
+    if wrong:
+        raise RuntimeError(f"reads that did not give the feed's {rows:,} rows: {'; '.join(wrong)}")
+
+
+def protocol_reads(spark, options: dict[str, str], protocol: str, rows: int, bootstrap_servers: str,
+                   turns: int) -> list[Result]:
+    """The reader over a protocol's topic, inferring the schema and given it (``in_turns``); over Canal-JSON the
+    baselines too, in the same rotation, after a warm-up turn: the ratios compare warm code."""
+    def ticdc(schema=None):
+        reader = spark.read.format("ticdc").options(**options)
+        return (reader.schema(schema) if schema else reader).load()
+
+    schema = ticdc().schema
+    frames = {f"{READER} {protocol}, inferred schema": ticdc,
+              f"{READER} {protocol}, given schema": lambda: ticdc(schema)}
+    if protocol == "canal-json":
+        frames |= canal_json_baselines(spark, bootstrap_servers, options["topic"])
+        for name, frame_of in frames.items():  # the first query over Spark's Kafka source loads and compiles it
+            say(f"read {protocol}: {name}, warm-up")
+            noop_rows(frame_of())
+    results = in_turns({name: functools.partial(measured_read, name, frame_of) for name, frame_of in frames.items()},
+                       turns, f"read {protocol}")
+    check_rows(results, rows)
+    return results
+
+
+def reader_rss(options: dict[str, str], rows: int) -> Result:
+    """The reader over the first ``rows`` offsets of the topic's one partition, in a fresh session: the Python
+    worker's peak RSS."""
+    spark = local_spark({"spark.python.worker.reuse": "true"})
+    try:
+        ending = json.dumps({options["topic"]: {"0": rows}})
+        name = f"{RSS} reading {READ_RSS_PROTOCOL}, one partition, first {rows:,} rows"
+        with WorkerMemory() as memory:
+            result = measured_read(name, lambda: spark.read.format("ticdc").options(**options)
+                                   .option("ending-offsets", ending).load(), "read-memory")
+        return replace(result, note=f"{memory.peak_kb / 1024:.0f} MB")
+    finally:
+        spark.stop()
+
+
+def outside_spark(options: dict[str, str], most: int) -> tuple[str, str]:
+    """In this process, over the first ``most`` messages of the topic's partition 0: the bare consumer's speed and
+    the reader's (``read_range``, one core), and the reader's cProfile (a run of its own)."""
+    from ticdc_sink.source.options import parse_read_options
+    from ticdc_sink.source.partition_read import KafkaRange, read_range
+    from ticdc_sink.source.reader import find_layout
+    from ticdc_sink.source.topics import TopicsView, partition_key
+
+    config = parse_read_options(options)
+    layout, key = find_layout(config), partition_key(options["topic"], 0)
+    with TopicsView(config) as view:
+        start, end = view.bounds([key])[key]
+        part = KafkaRange(key, start, min(end, start + most))
+        messages = part.end - part.start
+        consumed = timed(lambda: sum(1 for _ in view.messages(part.key, part.start, part.end)))
+
+    def rows_read() -> int:
+        return sum(batch.num_rows for batch in read_range(layout, part))
+
+    started = time.perf_counter()
+    rows = rows_read()
+    read = time.perf_counter() - started
+    profile = cProfile.Profile()
+    profile.runcall(rows_read)
+    speeds = (f"over the first {messages:,} messages ({rows:,} rows) of one partition: librdkafka's consumer alone "
+              f"(`TopicsView.messages`) took {consumed:.2f} s ({messages / consumed:,.0f} messages/s), the reader "
+              f"(`read_range`: consume, decode, the consumer rules, Arrow batches) {read:.2f} s "
+              f"({rows / read:,.0f} rows/s, one core).")
+    return speeds, profile_text(profile, read_shares)
+
+
+def read_runs(args, path: Path, registry: str | None) -> ReadRuns:
+    """The read section: every protocol's topic read by the reader (and Canal-JSON's by the baselines) in one
+    session, and by the reader outside Spark; then the worker's RSS over one large partition."""
+    turns = 1 if args.small else READ_TURNS
+    outside, revision = {}, reader_revision()
+    with read_broker(args) as (bootstrap_servers, broker_name, settings):
+        spark, package = kafka_source_spark()
+        try:
+            results = []
+            for protocol in args.protocols:
+                say(f"read {protocol}: the feed written to a topic of {CORES} partitions")
+                options = read_options(write_read_topic(spark, path, bootstrap_servers, protocol, registry, CORES),
+                                       settings)
+                results += protocol_reads(spark, options, protocol, args.rows, bootstrap_servers, turns)
+                say(f"read {protocol}: the reader outside Spark, and under cProfile")
+                outside[protocol] = outside_spark(options, READ_PROFILE_MESSAGES)
+                _delete_topic(bootstrap_servers, options["topic"])
+            say(f"read memory: {args.rss_rows:,} rows of {READ_RSS_PROTOCOL} written to one partition")
+            big = write_feed(args.data_dir / f"feed-{args.rss_rows}.parquet", args.rss_rows)
+            one = read_options(write_read_topic(spark, big, bootstrap_servers, READ_RSS_PROTOCOL, None, 1), settings)
+        finally:
+            spark.stop()
+        for rows in (args.rss_rows // 5, args.rss_rows):
+            say(f"read memory: the first {rows:,} rows of the partition")
+            results.append(reader_rss(one, rows))
+            check_rows(results[-1:], rows)
+        _delete_topic(bootstrap_servers, one["topic"])
+    return ReadRuns(results, broker_name, package, outside, revision)
+
+
+# ---------------------------------------------------------------------------
 # Report
+
+
+def command_text() -> str:
+    return " ".join(["python", "bench/run.py", *sys.argv[1:]])
 
 
 def machine() -> str:
@@ -691,11 +961,17 @@ def encoder_profile(table: pa.Table, protocol: str, registry: str | None) -> str
     """cProfile of a run of its own (the profiler slows the encoder down), by cumulative time and by concern."""
     profile = cProfile.Profile()
     encode_sink(table, protocol, registry, profile)
+    return profile_text(profile, profile_shares)
+
+
+def profile_text(profile: cProfile.Profile, shares: Callable[[pstats.Stats], str]) -> str:
+    """A profile's top entries by cumulative time (the bench's own calls aside, paths from the repository's root),
+    then its time by concern (``shares``)."""
     stream = io.StringIO()
     stats = pstats.Stats(profile, stream=stream)
-    stats.sort_stats("cumulative").print_stats(14)
-    text = "\n".join(line for line in stream.getvalue().splitlines()[4:] if line.strip())
-    return text + "\n\n" + profile_shares(stats)
+    stats.sort_stats("cumulative").print_stats(r"^(?!.*/bench/)", 14)
+    lines = (line.replace(f"{BENCH.parent}/", "") for line in stream.getvalue().splitlines()[3:])
+    return "\n".join(line for line in lines if line.strip() and "List reduced" not in line) + "\n\n" + shares(stats)
 
 
 def find_result(results: list[Result], section: str, name: str, exact: bool = True) -> Result | None:
@@ -720,7 +996,7 @@ def report(results: list[Result], args, profiles: dict[str, str], services: str,
     lines = [
         "# Benchmark results",
         "",
-        f"Produced by `{' '.join(['python', 'bench/run.py', *sys.argv[1:]])}` on "
+        f"Produced by `{command_text()}` on "
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.",
         "",
         f"Machine: {machine()}. {services}",
@@ -905,6 +1181,163 @@ def shared_cores_note(results: list[Result]) -> list[str]:
     return []
 
 
+def reader_revision() -> str:
+    """The reader's commit, and whether ``ticdc_sink/`` has changes beyond it: Spark's workers import it anew, so
+    a change made during a run reaches the reads after it."""
+    def git(*words: str) -> str:
+        return subprocess.run(["git", "-C", str(BENCH.parent), *words], capture_output=True, text=True).stdout.strip()
+
+    changes = git("status", "--porcelain", "--", "ticdc_sink") + git("diff", "HEAD", "--", "ticdc_sink")
+    changed = f" with uncommitted changes to ticdc_sink/ ({hashlib.sha1(changes.encode()).hexdigest()[:7]})" \
+        if changes else ""
+    return f"ticdc-sink at {git('rev-parse', '--short', 'HEAD')}{changed}"
+
+
+def revision_change(started: str) -> str:
+    """What the reader became during the reads, if it changed."""
+    now = reader_revision()
+    return "" if now == started else f" when the reads began, {now} when they ended"
+
+
+def read_ratio(reads: list[Result], schema: str, baseline: Result) -> float:
+    """The reader's rows/s on Canal-JSON (schema ``inferred`` or ``given``) over a baseline's."""
+    reader = find_result(reads, "read", f"{READER} canal-json, {schema} schema")
+    return reader.rows_per_second / baseline.rows_per_second
+
+
+def read_tables(results: list[Result], args) -> list[str]:
+    """Per protocol the reader's rows/s; Canal-JSON's baselines, the reader's ratios to them and their targets."""
+    reads = [r for r in results if r.section == "read"]
+    lines = ["| protocol | rows | ticdc reader, schema inferred: rows/s | schema given: rows/s |",
+             "|---|---:|---:|---:|"]
+    for protocol in args.protocols:
+        inferred = find_result(reads, "read", f"{READER} {protocol}, inferred schema")
+        given = find_result(reads, "read", f"{READER} {protocol}, given schema")
+        lines.append(f"| {title(protocol)} | {inferred.rows:,} | {inferred.rows_per_second:,.0f} | "
+                     f"{given.rows_per_second:,.0f} |")
+    baselines = [r for r in reads if r.name in READ_TARGETS]
+    if baselines:
+        lines += ["", "| Canal-JSON read by | rows/s | the reader's ratio to it, schema inferred | schema given | "
+                      "target | verdict |", "|---|---:|---:|---:|---:|---|"]
+        for baseline in baselines:
+            inferred, given = (read_ratio(reads, schema, baseline) for schema in ("inferred", "given"))
+            goal = READ_TARGETS[baseline.name]
+            lines.append(f"| {baseline.name} | {baseline.rows_per_second:,.0f} | {inferred:.2f}x | {given:.2f}x | "
+                         f"{goal:g}x | {'' if args.small else verdict(inferred, goal)} |")
+    lines += ["", "| what | rows | seconds | rows/s | note |", "|---|---:|---:|---:|---|"]
+    lines += [f"| {r.name} | {r.rows:,} | {r.seconds:.2f} | {r.rows_per_second:,.0f} | {r.note} |" for r in reads]
+    return lines + [""]
+
+
+def read_memory_table(results: list[Result], args) -> list[str]:
+    """The worker's peak RSS at a fifth of the partition and at all of it, and whether it stayed flat."""
+    runs = [r for r in results if r.section == "read-memory"]
+    lines = ["| what | rows | seconds | rows/s | peak RSS |", "|---|---:|---:|---:|---:|"]
+    lines += [f"| {r.name} | {r.rows:,} | {r.seconds:.2f} | {r.rows_per_second:,.0f} | {r.note} |" for r in runs]
+    first, last = (float(r.note.split()[0]) for r in (runs[0], runs[-1]))
+    growth = (last - first) / first
+    goal = "" if args.small else (f"{'met' if growth < FLAT_GROWTH else 'missed'} (flat: under "
+                                  f"{FLAT_GROWTH * 100:.0f}% more)")
+    return lines + ["", f"From {runs[0].rows:,} rows to {runs[-1].rows:,} the peak went from {first:.0f} MB to "
+                        f"{last:.0f} MB ({growth * 100:+.0f}%). {goal}".rstrip(), ""]
+
+
+def read_missed_targets(results: list[Result]) -> list[str]:
+    """Per missed read target: the ratio, and where each job's CPU went per row."""
+    def cpu_per_row(r: Result) -> str:
+        busy = sum(r.cpu.values()) / r.seconds / CORES * 100
+        return ", ".join(f"{kind} {per_row(r, kind):.1f}" for kind in ("Python", "JVM", "broker")) + \
+            f" ({busy:.0f}% of the cores busy)"
+
+    reader = find_result(results, "read", f"{READER} canal-json, inferred schema")
+    notes = []
+    for name, goal in READ_TARGETS.items():
+        baseline = find_result(results, "read", name)
+        if reader and baseline and reader.rows_per_second < goal * baseline.rows_per_second:
+            notes.append(f"- Canal-JSON, the reader (schema inferred) vs {name}: "
+                         f"{reader.rows_per_second / baseline.rows_per_second:.2f}x, not {goal:g}x: "
+                         f"{goal * baseline.rows_per_second:,.0f} rows/s would be. CPU µs per row, the reader's "
+                         f"job: {cpu_per_row(reader)}; the baseline's: {cpu_per_row(baseline)}.")
+    return ["Targets missed:", "", *notes, ""] if notes else []
+
+
+def read_shares(stats: pstats.Stats) -> str:
+    """The reader's time by concern, from its profile (cumulative seconds of the entry points; where a name is
+    nested in itself, as a decoder's ``decode_columns`` in its module's, the outermost)."""
+    concerns = {
+        "consuming (librdkafka's consume, the broker's fetches included: topic_reader.iter_range)": "iter_range",
+        "decoding a chunk of messages a column at a time (decode_columns)": "decode_columns",
+        "decoding a message at a time (Decoder.decode)": "decode",
+        "gathering a message's row, its values converted (RowsBuilder.add_row)": "add_row",
+        "the consumer rules, a column at a time (_kept)": "_kept",
+        "Arrow batches of the read's schema (RowsBuilder.batch_of_columns, RowsBuilder.take)": ("batch_of_columns",
+                                                                                              "take"),
+    }
+    total = stats.total_tt or 1.0
+    lines = [f"Reader time {total:.2f} s (under the profiler), of which:"]
+    for label, names in concerns.items():
+        names = (names,) if isinstance(names, str) else names
+        seconds = sum(max((entry[3] for (_, _, function), entry in stats.stats.items() if function == name),
+                          default=0.0) for name in names)
+        if seconds / total >= 0.0005:
+            lines.append(f"  {seconds / total * 100:5.1f}%  {label}")
+    return "\n".join(lines)
+
+
+def read_section(reads: ReadRuns, args, registry_name: str | None) -> str:
+    """The section a ``--read-only`` run rewrites, between its markers."""
+    import pyspark
+
+    served = "" if reads.kafka_source.endswith(f":{pyspark.__version__}") else (
+        f"; Maven Central has none for pyspark {pyspark.__version__} yet: the newest it has")
+    registry = f" Schema Registry: {registry_name}." if registry_name else ""
+    turns = 1 if args.small else READ_TURNS
+    lines = [
+        READ_SECTION_START, "## Reading TiCDC topics into Spark", "",
+        f"Measured by `{command_text()}` on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
+        f"{reads.revision}{revision_change(reads.revision)}. Machine: {machine()}. Broker: {reads.broker}.{registry}",
+        "",
+        f"Each protocol's topic holds the feed ({args.rows:,} row changes) as the sink writes it with the bench's "
+        "options (`feed.sink_options`) and `enable-tidb-extension=true` (commit ts and ops): in "
+        f"{CORES} partitions, each in commit order (`order_changes`), a watermark last. The reader "
+        "(`spark.read.format(\"ticdc\")`) takes the same options but `database`, `table` and `partition`, naming "
+        f"the topic; its whole DataFrame goes to Spark's `noop` sink (`local[{CORES}]`, one task per Kafka "
+        "partition), `load()` included in the time: it infers the schema from the topic's first row, or reads "
+        "nothing when given it (`.schema(...)`). The baselines read the same Canal-JSON topic with Spark's Kafka "
+        f"source (`{reads.kafka_source}`, `spark.jars.packages`{served}) in the same session, into the "
+        "same columns (op, commit ts, database, table, each column in its Spark type, an update's old row; "
+        "`baselines.py`): `from_json` with a hand-written schema; a Python UDF with `json.loads` and a tuple per row "
+        "built by hand (`mapInPandas` and `mapInArrow` need pandas, which this venv lacks). Every read gave the "
+        "feed's rows (checked). " + (f"Each row is the median of {turns} turns in rotation (Canal-JSON's after a "
+                                     "warm-up turn)." if turns > 1 else "Each row is one run."),
+        "",
+        *read_tables(reads.results, args),
+        *([] if args.small else read_missed_targets(reads.results)),
+        "### Memory", "",
+        f"The reader over one partition of {args.rss_rows:,} {title(READ_RSS_PROTOCOL)} rows, a fresh session each "
+        "(`ending-offsets` stops the first read early): the peak RSS of Spark's Python workers.", "",
+        *read_memory_table(reads.results, args),
+        "### Where the reader's time goes", "",
+        *[line for protocol, (speeds, profile) in reads.outside_spark.items() for line in (
+            f"{title(protocol)} outside Spark, in one process, {speeds} Its cProfile over the same messages (a run "
+            "of its own), by cumulative time:", "", "```", profile.rstrip(), "```", "")],
+        READ_SECTION_END,
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def with_read_section(existing: str, section: str) -> str:
+    """``existing`` results with ``section`` in place of their read section (else before the Soak section, else
+    last): a ``--read-only`` run keeps every other section."""
+    if READ_SECTION_START in existing and READ_SECTION_END in existing:
+        head, _, rest = existing.partition(READ_SECTION_START)
+        return head + section + rest.partition(READ_SECTION_END + "\n")[2]
+    if SOAK_SECTION in existing:
+        head, _, soak = existing.partition(SOAK_SECTION)
+        return head + section + "\n" + SOAK_SECTION + soak
+    return (existing or "# Benchmark results\n") + "\n" + section
+
+
 # ---------------------------------------------------------------------------
 # The run
 
@@ -918,14 +1351,18 @@ def protocol_list(text: str) -> list[str]:
     return protocols
 
 
-def start_registry_double():
-    """The tests' Schema Registry TEST DOUBLE, served from this process: no real registry runs on this machine.
-    Imported by path, as ``tests`` is no package the bench can import."""
-    spec = importlib.util.spec_from_file_location("schema_registry_double", REGISTRY_DOUBLE)
+def module_at(path: Path):
+    """The module of a file in ``tests`` or ``integration``, which are no packages the bench can import."""
+    spec = importlib.util.spec_from_file_location(path.stem, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # its dataclasses look their module up there
     spec.loader.exec_module(module)
-    return module.SchemaRegistryDouble().start()
+    return module
+
+
+def start_registry_double():
+    """The tests' Schema Registry TEST DOUBLE, served from this process: no real registry runs on this machine."""
+    return module_at(REGISTRY_DOUBLE).SchemaRegistryDouble().start()
 
 
 @contextlib.contextmanager
@@ -949,28 +1386,33 @@ def schema_registry(args):
 ENCODE_TURNS = 3
 
 
-def encode_runs(table: pa.Table, protocol: str, registry: str | None, avro: AvroTarget | None,
-                turns: int) -> tuple[list[Result], str]:
-    """A protocol's encode-only rows (the sink, each hand-written serialiser) and the sink's profile.
-
-    The encoders take ``turns`` turns in rotation and each row is its median turn: the host's speed
-    drifts by tens of percent within minutes, and a ratio of two single runs taken one after the other
-    measured that drift as much as the encoders.
-    """
-    runs = {"the sink": lambda: encode_sink(table, protocol, registry)}
-    for name, serializer in serializer_choices(protocol, avro).items():
-        runs[f"hand-written ({name})"] = lambda name=name, serializer=serializer: encode_handwritten(
-            table, protocol, name, serializer)
-    measured: dict[str, list[Result]] = {what: [] for what in runs}
+def in_turns(runs: dict[str, Callable[[], Result]], turns: int, what: str) -> list[Result]:
+    """Each run ``turns`` times in rotation, each row its median turn: the host's speed drifts by tens of percent
+    within minutes, and a ratio of two single runs taken one after the other measured that drift as much as the
+    code."""
+    measured: dict[str, list[Result]] = {name: [] for name in runs}
     for turn in range(1, turns + 1):
-        for what, run in runs.items():
-            say(f"encode-only {protocol}: {what}, turn {turn} of {turns}")
-            measured[what].append(run())
+        for name, run in runs.items():
+            say(f"{what}: {name}, turn {turn} of {turns}")
+            measured[name].append(run())
     results = []
     for turns_of_one in measured.values():
         median = sorted(turns_of_one, key=lambda r: r.seconds)[len(turns_of_one) // 2]
         seconds = ", ".join(f"{r.seconds:.2f}" for r in turns_of_one)
-        results.append(replace(median, note=f"median of {turns} turns ({seconds} s)") if turns > 1 else median)
+        note = "; ".join(filter(None, (f"median of {turns} turns ({seconds} s)", median.note)))
+        results.append(replace(median, note=note) if turns > 1 else median)
+    return results
+
+
+def encode_runs(table: pa.Table, protocol: str, registry: str | None, avro: AvroTarget | None,
+                turns: int) -> tuple[list[Result], str]:
+    """A protocol's encode-only rows (the sink, each hand-written serialiser, ``in_turns``) and the sink's
+    profile."""
+    runs = {"the sink": lambda: encode_sink(table, protocol, registry)}
+    for name, serializer in serializer_choices(protocol, avro).items():
+        runs[f"hand-written ({name})"] = lambda name=name, serializer=serializer: encode_handwritten(
+            table, protocol, name, serializer)
+    results = in_turns(runs, turns, f"encode-only {protocol}")
     say(f"encode-only {protocol} under cProfile")
     return results, encoder_profile(table, protocol, registry)
 
@@ -1017,10 +1459,15 @@ def parse_args(argv: list[str] | None):
     parser.add_argument("--protocols", type=protocol_list, default=list(BENCHED),
                         help=f"comma-separated (default: {','.join(BENCHED)})")
     parser.add_argument("--encode-only", action="store_true", help="only the encode-only runs: no broker, no Spark")
+    parser.add_argument("--read-only", action="store_true",
+                        help="only the read section (real Kafka, Spark's Kafka source from Maven Central): it "
+                             "replaces that section of --output and keeps the others")
     parser.add_argument("--output", type=Path,
                         help="default: bench/RESULTS.md for a complete run, bench/.data/PARTIAL.md for any other")
     parser.add_argument("--data-dir", type=Path, default=BENCH / ".data")
     args = parser.parse_args(argv)
+    if args.read_only and args.encode_only:
+        parser.error("--read-only and --encode-only exclude each other")
     if args.small:
         args.rows, args.rss_rows = min(args.rows, 20_000), min(args.rss_rows, 20_000)
     if args.output is None:  # only a complete run replaces the committed results
@@ -1040,40 +1487,51 @@ def kept_soak_section(output: Path) -> str:
     return "\n" + existing[existing.index(SOAK_SECTION):] if SOAK_SECTION in existing else ""
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    say(f"writing the feed ({args.rows:,} rows) to {args.data_dir}")
-    path = write_feed(args.data_dir / f"feed-{args.rows}.parquet", args.rows)
+def measured_report(args, path: Path, registry: str | None, registry_name: str | None, read_text: str) -> str:
+    """Every section but the read section's measurements (encode-only with the baselines' checks, then the runs
+    that write to Kafka), and the report of them all, ``read_text`` the read section's."""
     table = read_feed(path)
     results: list[Result] = []
     profiles: dict[str, str] = {}
     checks: list[str] = []
     avro = None
-    with schema_registry(args) as (registry, registry_name):
-        for protocol in args.protocols:
-            if protocol == "avro":
-                avro = avro_target(table, registry)
-                say(f"checking the hand-written Avro messages against the sink's ({CHECK_ROWS:,} rows)")
-                checks.append(check_avro_baseline(table, avro))
-            elif protocol == "debezium":
-                say(f"checking the hand-written Debezium messages against the sink's ({CHECK_ROWS:,} rows)")
-                checks.append(check_debezium_baseline(table))
-            elif protocol in ("simple", "simple-avro"):
-                say(f"checking the hand-written {title(protocol)} messages against the sink's ({CHECK_ROWS:,} rows)")
-                checks.append(check_simple_baseline(table, protocol))
-            protocol_results, profiles[protocol] = encode_runs(table, protocol, registry, avro,
-                                                               turns=1 if args.small else ENCODE_TURNS)
-            results += protocol_results
-        del table
-        broker_name = "none (--encode-only)"
-        if not args.encode_only:
-            output_results, broker_name = output_runs(args, path, registry, avro)
-            results += output_results
-
+    for protocol in args.protocols:
+        if protocol == "avro":
+            avro = avro_target(table, registry)
+            say(f"checking the hand-written Avro messages against the sink's ({CHECK_ROWS:,} rows)")
+            checks.append(check_avro_baseline(table, avro))
+        elif protocol == "debezium":
+            say(f"checking the hand-written Debezium messages against the sink's ({CHECK_ROWS:,} rows)")
+            checks.append(check_debezium_baseline(table))
+        elif protocol in ("simple", "simple-avro"):
+            say(f"checking the hand-written {title(protocol)} messages against the sink's ({CHECK_ROWS:,} rows)")
+            checks.append(check_simple_baseline(table, protocol))
+        protocol_results, profiles[protocol] = encode_runs(table, protocol, registry, avro,
+                                                           turns=1 if args.small else ENCODE_TURNS)
+        results += protocol_results
+    del table
+    broker_name = "none (--encode-only)"
+    if not args.encode_only:
+        output_results, broker_name = output_runs(args, path, registry, avro)
+        results += output_results
     services = f"Broker: {broker_name}." + (f" Schema Registry: {registry_name}." if registry_name else "")
-    text = report(results, args, profiles, services, checks)
-    args.output.write_text(text + kept_soak_section(args.output))
-    print(text)
+    return report(results, args, profiles, services, checks) + ("\n" + read_text if read_text else "")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    say(f"writing the feed ({args.rows:,} rows) to {args.data_dir}")
+    path = write_feed(args.data_dir / f"feed-{args.rows}.parquet", args.rows)
+    with schema_registry(args) as (registry, registry_name):
+        # The reads first: Spark's Kafka source is on the classpath only of a JVM its session starts.
+        reading = args.read_only or not (args.small or args.encode_only)
+        read_text = read_section(read_runs(args, path, registry), args, registry_name) if reading else ""
+        if args.read_only:
+            text = with_read_section(args.output.read_text() if args.output.exists() else "", read_text)
+        else:
+            text = measured_report(args, path, registry, registry_name, read_text) + kept_soak_section(args.output)
+    args.output.write_text(text)
+    print(read_text if args.read_only else text)
     say(f"written to {args.output}")
     return 0
 
