@@ -19,6 +19,7 @@ from ticdc_sink.codec.base import RowEvent
 from ticdc_sink.codec.open_protocol.frames import frame
 from ticdc_sink.dispatch import Routing
 from ticdc_sink.errors import ConfigError
+from ticdc_sink.sink.spark_rows import arrow_schema_of
 from ticdc_sink.source.layout import ReadLayout
 from ticdc_sink.source.options import parse_read_options
 from ticdc_sink.source.partition_read import KafkaRange, _RangeRead
@@ -76,7 +77,8 @@ def test_a_mysql_type_reads_as_the_spark_type_the_sink_writes_it_from(text, spar
 
 def spark_values(text: str, values: list, zone: str = "UTC") -> list:
     t = parse_mysql_type(text)
-    return spark_column(pa.array(values, tidb_arrow_type(t)), t, zone).to_pylist()
+    arrow_type = arrow_schema_of(T.StructType([T.StructField("v", spark_type_of(t))])).field("v").type
+    return spark_column(pa.array(values, tidb_arrow_type(t)), t, zone, arrow_type).to_pylist()
 
 
 def test_tidb_values_become_the_spark_types_values():

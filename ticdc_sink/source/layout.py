@@ -189,7 +189,7 @@ class RowsBuilder:
         except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as e:
             raise ReadError(f"column {name!r} ({t}): a value does not fit the column's type ({e}); declare its type "
                             "with column-types") from None
-        return spark_column(tidb_values, t, self.layout.config.sink.time_zone).cast(arrow_type)
+        return spark_column(tidb_values, t, self.layout.config.sink.time_zone, arrow_type)
 
     def batch_of_columns(self, columns: MessageColumns, keep: pa.Array, topic: str, partition: int,
                          offsets: pa.Array) -> pa.RecordBatch:

@@ -30,11 +30,6 @@ _UNSIGNED_INTEGERS = {"tinyint": T.ShortType(), "smallint": T.IntegerType(), "me
 _BY_KIND = {"float": T.FloatType(), "double": T.DoubleType(), "bit": T.LongType(), "year": T.IntegerType(),
             "date": T.DateType(), "datetime": T.TimestampNTZType(), "timestamp": T.TimestampType(),
             "time": T.StringType(), "json": T.StringType()}
-_ARROW_OF_SPARK = {T.BooleanType(): pa.bool_(), T.ByteType(): pa.int8(), T.ShortType(): pa.int16(),
-                   T.IntegerType(): pa.int32(), T.LongType(): pa.int64(), T.FloatType(): pa.float32(),
-                   T.DoubleType(): pa.float64(), T.StringType(): pa.string(), T.BinaryType(): pa.binary(),
-                   T.DateType(): pa.date32(), T.TimestampNTZType(): pa.timestamp("us"),
-                   T.TimestampType(): pa.timestamp("us", tz="UTC")}
 
 
 def spark_type_of(t: MySQLType) -> T.DataType:
@@ -54,29 +49,23 @@ def spark_type_of(t: MySQLType) -> T.DataType:
     return _BY_KIND[t.kind]
 
 
-def arrow_type_of(spark_type: T.DataType) -> pa.DataType:
-    """The Arrow type Spark exchanges a column of ``spark_type`` as (zoned timestamps in UTC)."""
-    if isinstance(spark_type, T.DecimalType):
-        return pa.decimal128(spark_type.precision, spark_type.scale)
-    return _ARROW_OF_SPARK[spark_type]
-
-
-def spark_column(values: pa.Array, t: MySQLType, time_zone: str) -> pa.Array:
-    """A column of TiDB values of type ``t`` (``tidb_arrow_type``) as the values of ``spark_type_of(t)``."""
+def spark_column(values: pa.Array, t: MySQLType, time_zone: str, arrow_type: pa.DataType) -> pa.Array:
+    """A column of TiDB values of type ``t`` (``tidb_arrow_type``) as the values of ``spark_type_of(t)``, in
+    ``arrow_type``: the Arrow type Spark exchanges the read's column as (``sink.spark_rows.arrow_schema_of``)."""
     spark_type = spark_type_of(t)
     if isinstance(spark_type, T.BooleanType):
-        return pc.not_equal(values, 0)
+        return pc.not_equal(values, 0).cast(arrow_type)
     if t.kind == "bit":
-        return values.cast(pa.uint64()).view(pa.int64())  # BIT(64): the 64 bits in a long
+        return values.cast(pa.uint64()).view(pa.int64()).cast(arrow_type)  # BIT(64): the 64 bits in a long
     if t.kind == "enum" and t.elements:
         members = pa.array(["", *t.elements])  # index 0: MySQL's '' for a value that was no member
         valid = pc.and_(pc.greater_equal(values, 0), pc.less(values, len(members)))
-        return pc.take(members, pc.if_else(valid, values, 0))
+        return pc.take(members, pc.if_else(valid, values, 0)).cast(arrow_type)
     if t.kind == "set" and t.elements:
         return pa.array([None if bits is None else ",".join(m for i, m in enumerate(t.elements) if bits >> i & 1)
-                         for bits in values.to_pylist()], pa.string())
+                         for bits in values.to_pylist()], pa.string()).cast(arrow_type)
     if t.kind == "timestamp":
         # A wall-clock time that the zone's clock change skipped or repeated: its earlier reading, as MySQL does.
         return pc.assume_timezone(values, time_zone, ambiguous="earliest", nonexistent="earliest") \
-            .cast(pa.timestamp("us", tz="UTC"))
-    return values.cast(arrow_type_of(spark_type))
+            .cast(pa.timestamp("us", tz="UTC")).cast(arrow_type)
+    return values.cast(arrow_type)
