@@ -11,6 +11,8 @@ from confluent_kafka import KafkaError
 
 from ..errors import DeliveryError
 
+_CONSUME_BATCH = 2000  # messages asked of librdkafka at once
+
 
 def iter_messages(bootstrap_servers: str, topic: str, idle_seconds: float = 5.0,
                   max_messages: int | None = None, settings: dict | None = None,
@@ -65,11 +67,21 @@ def read_messages(bootstrap_servers: str, topic: str, idle_seconds: float = 5.0,
 
 
 def reader_settings(settings: dict) -> dict:
-    """A consumer's settings for reading offset ranges: no group offsets kept, partition ends reported, and a
-    fetch at a partition's end answered at once (librdkafka's default holds it 500 ms for data to come, which
-    every range's end and every probe of an end would wait out)."""
-    return {"fetch.wait.max.ms": 10, **settings, "group.id": f"ticdc-sink-reader-{uuid.uuid4().hex}",
-            "enable.auto.commit": False, "enable.partition.eof": True, "auto.offset.reset": "earliest"}
+    """A consumer's settings for reading offset ranges: no group offsets kept, partition ends reported, a fetch
+    at a partition's end answered at once (librdkafka's default holds it 500 ms for data to come, which every
+    range's end and every probe of an end would wait out), and fetching resumed soon after the reader drains a
+    full prefetch queue (by default librdkafka waits a second, and a large range's read stalled on it)."""
+    return {"fetch.wait.max.ms": 10, "fetch.queue.backoff.ms": 10, **settings,
+            "group.id": f"ticdc-sink-reader-{uuid.uuid4().hex}", "enable.auto.commit": False,
+            "enable.partition.eof": True, "auto.offset.reset": "earliest"}
+
+
+def assign(consumer, partitions: list, timeout_seconds: float) -> None:
+    """``consumer.assign(partitions)``, fetching at once: librdkafka asks for the metadata of a topic new to a
+    consumer whose connection is already up only on its next one-second scan, and fetches nothing until then."""
+    for topic in dict.fromkeys(p.topic for p in partitions):
+        consumer.list_topics(topic, timeout=timeout_seconds)
+    consumer.assign(partitions)
 
 
 def iter_range(consumer, topic: str, partition: int, start: int, end: int, timeout_seconds: float) -> Iterator:
@@ -85,10 +97,12 @@ def iter_range(consumer, topic: str, partition: int, start: int, end: int, timeo
 
     if start >= end:
         return
-    consumer.assign([TopicPartition(topic, partition, start)])
-    last = time.monotonic()
+    assign(consumer, [TopicPartition(topic, partition, start)], timeout_seconds)
+    following, last = start, time.monotonic()
     while True:
-        batch = consumer.consume(2000, timeout=0.5)
+        # consume() returns once it has the messages asked for, else at its timeout: asking for no more than the
+        # range holds ends a range at once, and a short timeout bounds the wait where markers take offsets.
+        batch = consumer.consume(min(_CONSUME_BATCH, end - following), timeout=0.05)
         for message in batch:
             error = message.error()
             if error is not None:
@@ -97,10 +111,12 @@ def iter_range(consumer, topic: str, partition: int, start: int, end: int, timeo
                 if message.offset() >= end:
                     return
                 continue
-            if message.offset() >= end:
+            offset = message.offset()
+            if offset >= end:
                 return
             yield message
-            if message.offset() >= end - 1:
+            following = offset + 1
+            if following >= end:
                 return
         if batch:
             last = time.monotonic()

@@ -20,7 +20,7 @@ from ..codec import decoder_for
 from ..codec.base import Decoder, WatermarkEvent
 from ..errors import ConfigError, DeliveryError
 from ..kafka.producer import client_settings
-from ..kafka.topic_reader import iter_range, reader_settings
+from ..kafka.topic_reader import assign, iter_range, reader_settings
 from .options import EARLIEST, LATEST, ReadConfig
 
 PartitionKey = str  # "topic:partition", the key of a partition in offsets Spark keeps as JSON
@@ -106,7 +106,7 @@ class TopicsView:
         """The reported ends, or past the last message found beyond them (a broker that reports its ends too
         low): read from each until its partition end, or a quiet second."""
         ends = dict(reported)
-        self._consumer.assign([TopicPartition(*split_key(k), offset) for k, offset in reported.items()])
+        assign(self._consumer, [TopicPartition(*split_key(k), offset) for k, offset in reported.items()], self.timeout)
         open_ = set(reported)
         while open_:
             message = self._consumer.poll(1.0)
