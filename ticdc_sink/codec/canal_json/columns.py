@@ -4,15 +4,12 @@ reads a value at a time)."""
 
 from __future__ import annotations
 
-import io
-
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.json as pa_json
 
 from ...table.mysql_types import MySQLType
 from ..base import MessageColumns
-from ..shared.decoding import text_values
+from ..shared.decoding import json_lines, text_values
 
 _ROW_TYPES = pa.array(["INSERT", "UPDATE", "DELETE"])
 
@@ -28,15 +25,10 @@ def message_schema(names: list[str]) -> pa.Schema:
 def decode_columns(values: list[bytes], types: dict[str, MySQLType]) -> MessageColumns | None:
     """The messages a column at a time; None for a chunk with a DDL event (whose fields differ), or one that Arrow
     cannot parse (it goes message by message, so that a bad one is named)."""
-    if any(b"\n" in value for value in values):  # one message per line: JSON text escapes its newlines
+    parsed = json_lines(values, message_schema(list(types)))
+    if parsed is None or pc.any(parsed["isDdl"]).as_py():
         return None
-    options = pa_json.ParseOptions(explicit_schema=message_schema(list(types)), unexpected_field_behavior="ignore")
     try:
-        parsed = pa_json.read_json(io.BytesIO(b"\n".join(values)),
-                                   read_options=pa_json.ReadOptions(use_threads=False, block_size=1 << 26),
-                                   parse_options=options)
-        if parsed.num_rows != len(values) or pc.any(parsed["isDdl"]).as_py():
-            return None
         kind = parsed["type"].combine_chunks()
         extension = parsed["_tidb"].combine_chunks()
         data = pc.list_element(parsed["data"].combine_chunks(), 0)

@@ -5,21 +5,18 @@ Arrow's JSON reader parses the events' keys and values at once; each column's va
 from __future__ import annotations
 
 import base64
-import io
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.json as pa_json
 
 from ...table.mysql_types import BLOB_CODES, MySQLType
 from ..base import MessageColumns
-from ..shared.decoding import text_values
+from ..shared.decoding import json_lines, text_values
 from ..shared.json_text import go_unquote_body
 from .encoder import DDL_EVENT, RESOLVED_EVENT, ROW_EVENT
 from .frames import split_frame
 
 _KEY_SCHEMA = pa.schema([("ts", pa.int64()), ("scm", pa.string()), ("tbl", pa.string()), ("t", pa.int64())])
-_READ_OPTIONS = pa_json.ReadOptions(use_threads=False, block_size=1 << 26)
 
 
 def _wire_type(t: MySQLType) -> pa.DataType:
@@ -56,8 +53,6 @@ def decode_columns(keys: list[bytes | None], values: list[bytes], types: dict[st
         event_keys += split_keys
         event_values += [v or b"{}" for v in split_values]  # a resolved event's value is empty
         message += [index] * len(split_keys)
-    if any(b"\n" in text for text in event_values):
-        return None
     column = {name: pa.struct([("t", pa.int64()), ("v", _wire_type(t))]) for name, t in types.items()}
     row = pa.struct(list(column.items()))
     value_schema = pa.schema([("u", row), ("p", row), ("d", row)])
@@ -88,10 +83,9 @@ def decode_columns(keys: list[bytes | None], values: list[bytes], types: dict[st
 
 
 def _parse(lines: list[bytes], schema: pa.Schema) -> pa.Table:
-    options = pa_json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
-    parsed = pa_json.read_json(io.BytesIO(b"\n".join(lines)), read_options=_READ_OPTIONS, parse_options=options)
-    if parsed.num_rows != len(lines):
-        raise ValueError("a line is not one event")
+    parsed = json_lines(lines, schema)
+    if parsed is None:
+        raise ValueError("the events are not JSON lines of the schema")
     return parsed
 
 

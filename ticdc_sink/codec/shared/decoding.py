@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import datetime as dt
+import io
 import re
 from decimal import Decimal
 from typing import Any, Callable
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.json as pa_json
 
 from ...table.mysql_types import MySQLType, tidb_arrow_type
 
 _UNESCAPED_COMMA = re.compile(r"(?<!\\),")
+_JSON_BLOCK_BYTES = 1 << 24  # a chunk of messages parses as one block where it fits
 
 
 def allowed_members(text: str, escaped: bool = True) -> list[str]:
@@ -80,3 +83,23 @@ def text_values(texts: pa.Array, t: MySQLType) -> pa.Array:
     if pa.types.is_floating(arrow_type):
         texts = pc.replace_substring(texts, "Inf", "inf")
     return texts.cast(arrow_type)
+
+
+def json_lines(texts: list[bytes], schema: pa.Schema) -> pa.Table | None:
+    """JSON texts parsed at once by Arrow's JSON reader, a row each, into ``schema`` (other fields ignored).
+
+    None where they cannot be: a text that is not one JSON value on one line (JSON escapes the newlines in its
+    strings, so only such a text holds one), or that does not fit the schema; the caller then goes text by text,
+    which names the bad one.
+    """
+    if any(b"\n" in text for text in texts):
+        return None
+    block = max(_JSON_BLOCK_BYTES, 2 * max(map(len, texts), default=0))  # a block holds a whole text
+    try:
+        parsed = pa_json.read_json(io.BytesIO(b"\n".join(texts)),
+                                   read_options=pa_json.ReadOptions(use_threads=False, block_size=block),
+                                   parse_options=pa_json.ParseOptions(explicit_schema=schema,
+                                                                      unexpected_field_behavior="ignore"))
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return None
+    return parsed if parsed.num_rows == len(texts) else None

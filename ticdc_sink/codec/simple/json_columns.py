@@ -6,18 +6,15 @@ which is how a reader types them where their table's schema has not come."""
 from __future__ import annotations
 
 import base64
-import io
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.json as pa_json
 
 from ...table.mysql_types import MySQLType
 from ..base import MessageColumns
-from ..shared.decoding import text_values
+from ..shared.decoding import json_lines, text_values
 
 _ROW_TYPES = pa.array(["INSERT", "UPDATE", "DELETE"])
-_READ_OPTIONS = pa_json.ReadOptions(use_threads=False, block_size=1 << 26)
 
 
 def _wire_type(t: MySQLType) -> pa.DataType:
@@ -36,16 +33,15 @@ def _values(values: pa.Array, t: MySQLType) -> pa.Array:
 def decode_columns(values: list[bytes], types: dict[str, MySQLType]) -> MessageColumns | None:
     """The messages a column at a time; None for a chunk in Avro, or with a DDL or BOOTSTRAP (which bring table
     schemas), or that Arrow cannot parse (it goes message by message)."""
-    if any(value[:1] != b"{" or b"\n" in value for value in values):
+    if any(value[:1] != b"{" for value in values):
         return None
     row = pa.struct([(name, _wire_type(t)) for name, t in types.items()])
     schema = pa.schema([("type", pa.string()), ("database", pa.string()), ("table", pa.string()),
                         ("commitTs", pa.int64()), ("data", row), ("old", row)])
-    options = pa_json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
+    parsed = json_lines(values, schema)
+    if parsed is None:
+        return None
     try:
-        parsed = pa_json.read_json(io.BytesIO(b"\n".join(values)), read_options=_READ_OPTIONS, parse_options=options)
-        if parsed.num_rows != len(values):
-            return None
         kind = parsed["type"].combine_chunks()
         is_row, is_watermark = pc.is_in(kind, _ROW_TYPES), pc.equal(kind, "WATERMARK")
         if not pc.all(pc.or_(is_row, is_watermark)).as_py():
