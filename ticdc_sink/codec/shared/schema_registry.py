@@ -8,17 +8,10 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka.schema_registry import Schema, SchemaRegistryClient, SchemaRegistryError
-
 from ...config import SinkConfig
 from ...errors import ConfigError, TiCDCSinkError
 from ...option_values import SETTINGS, OptionGroup
 from ...redact import mask_url
-
-try:  # the HTTP library the client itself uses: httpx2 where installed, else httpx
-    from confluent_kafka.schema_registry.common._httpx_compat import httpx
-except ImportError:  # an older client
-    import httpx
 
 
 # Client settings that take numbers; options always arrive as strings.
@@ -88,9 +81,23 @@ def check_client_settings(config: SinkConfig) -> None:
     _client(config).close()
 
 
-def _client(config: SinkConfig) -> SchemaRegistryClient:
+def _registry_client():
+    """confluent-kafka's registry client module and the HTTP library under it (httpx2 where installed, else
+    httpx), imported where a registry is used: they take a tenth of a second to import, in every Spark worker
+    and planner process that imports the codecs."""
+    from confluent_kafka import schema_registry
+
     try:
-        return SchemaRegistryClient(client_settings(config))
+        from confluent_kafka.schema_registry.common._httpx_compat import httpx
+    except ImportError:  # an older client
+        import httpx
+    return schema_registry, httpx
+
+
+def _client(config: SinkConfig):
+    schema_registry, _ = _registry_client()
+    try:
+        return schema_registry.SchemaRegistryClient(client_settings(config))
     except OSError as e:  # a TLS file that cannot be read: Python's error does not name it
         options = config.protocol_options
         files = ", ".join(f"schema-registry.{s}={v}" for s, v in options.schema_registry_settings
@@ -134,7 +141,7 @@ class SchemaRegistry:
         key = (subject_name, schema_text)
         if key not in self._ids:
             self._ids[key] = self._call(
-                lambda: self._client.register_schema(subject_name, Schema(schema_text, "AVRO")),
+                lambda: self._client.register_schema(subject_name, _registry_client()[0].Schema(schema_text, "AVRO")),
                 f"registering {what} under subject {subject_name!r}")
         return self._ids[key]
 
@@ -150,9 +157,10 @@ class SchemaRegistry:
         self._call(self._client.get_subjects, "listing its subjects")
 
     def _call(self, request, doing: str):
+        schema_registry, httpx = _registry_client()
         try:
             return request()
-        except SchemaRegistryError as e:
+        except schema_registry.SchemaRegistryError as e:
             raise SchemaRegistryFailure(
                 f"schema registry {self.where} failed {doing}: {e.error_message} (HTTP {e.http_status_code}, "
                 f"error code {e.error_code}){_advice(e.http_status_code)}") from None
