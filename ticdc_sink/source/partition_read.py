@@ -11,7 +11,6 @@ where TiCDC sends them after every row they follow.
 
 from __future__ import annotations
 
-import itertools
 import logging
 from collections import Counter
 from dataclasses import dataclass
@@ -27,7 +26,7 @@ from ..codec import decoder_for
 from ..codec.base import DDLEvent, MessageColumns, RowEvent, WatermarkEvent
 from ..errors import ReadError
 from ..kafka.producer import client_settings
-from ..kafka.topic_reader import iter_range, reader_settings
+from ..kafka.topic_reader import iter_range_batches, reader_settings
 from .layout import ReadLayout, RowsBuilder
 from .topics import split_key
 
@@ -179,9 +178,14 @@ def read_range(layout: ReadLayout, part: KafkaRange) -> Iterator[pa.RecordBatch]
     read = _RangeRead(layout, part)
     consumer = Consumer(reader_settings(client_settings(layout.config.consumer_settings)))
     try:
-        messages = iter_range(consumer, read.topic, read.partition, part.start, part.end,
-                              layout.config.sink.broker_timeout_ms / 1000)
-        while chunk := list(itertools.islice(messages, CHUNK_MESSAGES)):
+        chunk = []
+        for messages in iter_range_batches(consumer, read.topic, read.partition, part.start, part.end,
+                                           layout.config.sink.broker_timeout_ms / 1000):
+            chunk += messages
+            if len(chunk) >= CHUNK_MESSAGES:
+                yield from read.chunk(chunk)
+                chunk = []
+        if chunk:
             yield from read.chunk(chunk)
     finally:
         consumer.close()
