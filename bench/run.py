@@ -1265,7 +1265,8 @@ def read_shares(stats: pstats.Stats) -> str:
     """The reader's time by concern, from its profile (cumulative seconds of the entry points; where a name is
     nested in itself, as a decoder's ``decode_columns`` in its module's, the outermost)."""
     concerns = {
-        "consuming (librdkafka's consume, the broker's fetches included: topic_reader.iter_range)": "iter_range",
+        "consuming (librdkafka's consume, the broker's fetches included: topic_reader.iter_range_batches)":
+            "iter_range_batches",
         "decoding a chunk of messages a column at a time (decode_columns)": "decode_columns",
         "decoding a message at a time (Decoder.decode)": "decode",
         "gathering a message's row, its values converted (RowsBuilder.add_row)": "add_row",

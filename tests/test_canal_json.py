@@ -353,7 +353,7 @@ def test_binary_values_of_a_sliced_batch():
     from ticdc_sink.changes.contract import ChangeBatchBuilder
     from ticdc_sink.changes.contract import InputLayout
     from ticdc_sink.options import parse_options
-    from ticdc_sink.sink.spark_rows import arrow_schema_of
+    from ticdc_sink.table.spark_types import arrow_schema_of
 
     s = schema(("id", T.IntegerType(), False), ("b", T.BinaryType()))
     config = parse_options({"kafka.bootstrap.servers": "h:1", "protocol": "canal-json", "topic": "t",

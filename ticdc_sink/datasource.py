@@ -21,12 +21,13 @@ from .kafka.producer import check_brokers
 from .options import SPARK_OWN_OPTIONS, parse_options
 from .sink.driver import abort_batch, commit_batch
 from .sink.report import TaskReport
-from .sink.spark_rows import arrow_schema_of, rows_to_record_batches
+from .sink.spark_rows import rows_to_record_batches
 from .sink.task import WritePlan
 from .sink.task_input import spark_batches
 from .source.layout import ReadLayout
 from .source.options import parse_read_options
 from .source.reader import TiCDCBatchReader, TiCDCStreamReader, find_layout
+from .table.spark_types import arrow_schema_of
 
 try:  # pyspark >= 4.1
     from pyspark.sql.datasource import DataSourceStreamArrowWriter

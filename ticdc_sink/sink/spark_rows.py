@@ -27,16 +27,6 @@ def _zone_fixer(arrow_type: pa.DataType):
     return None
 
 
-def arrow_schema_of(spark_schema) -> pa.Schema:
-    """The Arrow schema Spark uses for a DataFrame (zoned timestamps in UTC)."""
-    from pyspark.sql.pandas.types import to_arrow_schema
-
-    try:
-        return to_arrow_schema(spark_schema, timezone="UTC")
-    except TypeError:  # pyspark 4.0 has no timezone parameter and always uses UTC
-        return to_arrow_schema(spark_schema)
-
-
 def rows_to_record_batches(rows: Iterator, arrow_schema: pa.Schema, size: int = 10_000) -> Iterator[pa.RecordBatch]:
     """Re-batch Spark Rows into Arrow (pyspark 4.0 has no Arrow stream writer)."""
     fixers = {f.name: fix for f in arrow_schema if (fix := _zone_fixer(f.type))}

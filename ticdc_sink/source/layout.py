@@ -20,10 +20,9 @@ from pyspark.sql import types as T
 
 from ..codec.base import DDLEvent, MessageColumns, RowEvent
 from ..errors import ConfigError, ReadError
-from ..sink.spark_rows import arrow_schema_of
 from ..table.mysql_types import MySQLType, tidb_arrow_type
 from ..table.schema import default_mysql_type
-from ..table.spark_types import spark_column, spark_type_of
+from ..table.spark_types import arrow_schema_of, spark_column, spark_type_of
 from ..table.type_grammar import TypeSyntaxError, parse_mysql_type, split_column_types
 from .options import ReadConfig
 

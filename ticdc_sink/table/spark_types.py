@@ -51,7 +51,7 @@ def spark_type_of(t: MySQLType) -> T.DataType:
 
 def spark_column(values: pa.Array, t: MySQLType, time_zone: str, arrow_type: pa.DataType) -> pa.Array:
     """A column of TiDB values of type ``t`` (``tidb_arrow_type``) as the values of ``spark_type_of(t)``, in
-    ``arrow_type``: the Arrow type Spark exchanges the read's column as (``sink.spark_rows.arrow_schema_of``)."""
+    ``arrow_type``: the Arrow type Spark exchanges the read's column as (``arrow_schema_of``)."""
     spark_type = spark_type_of(t)
     if isinstance(spark_type, T.BooleanType):
         return pc.not_equal(values, 0).cast(arrow_type)
@@ -69,3 +69,13 @@ def spark_column(values: pa.Array, t: MySQLType, time_zone: str, arrow_type: pa.
         return pc.assume_timezone(values, time_zone, ambiguous="earliest", nonexistent="earliest") \
             .cast(pa.timestamp("us", tz="UTC")).cast(arrow_type)
     return values.cast(arrow_type)
+
+
+def arrow_schema_of(spark_schema) -> pa.Schema:
+    """The Arrow schema Spark uses for a DataFrame (zoned timestamps in UTC)."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    try:
+        return to_arrow_schema(spark_schema, timezone="UTC")
+    except TypeError:  # pyspark 4.0 has no timezone parameter and always uses UTC
+        return to_arrow_schema(spark_schema)
