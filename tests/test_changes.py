@@ -8,14 +8,13 @@ from decimal import Decimal
 import numpy as np
 import pyarrow as pa
 import pytest
+from changefeed import build, schema
 from pyspark.sql import types as T
 
-from changefeed import build, schema
-from ticdc_sink.changes.contract import OP_DELETE, OP_INSERT, OP_UPDATE, InputLayout
-from ticdc_sink.changes.contract import ChangeBatchBuilder
-from ticdc_sink.options import parse_options
+from ticdc_sink.changes.contract import OP_DELETE, OP_INSERT, OP_UPDATE, ChangeBatchBuilder, InputLayout
 from ticdc_sink.errors import ConfigError, ContractError
-from ticdc_sink.sink.spark_rows import arrow_schema_of
+from ticdc_sink.options import parse_options
+from ticdc_sink.table.spark_types import arrow_schema_of
 
 KEYED = dict(database="d", table="t", primary_key="id")
 OPS = schema(("_op", T.StringType()), ("id", T.IntegerType(), False), ("v", T.StringType()))

@@ -32,7 +32,7 @@ from ticdc_sink.kafka.transactions import TransactionalOutput
 from ticdc_sink.kafka.messages import Messages
 from ticdc_sink.sink.report import TaskIdentity, TaskReport
 from ticdc_sink.sink.task import WritePlan
-from ticdc_sink.sink.spark_rows import arrow_schema_of
+from ticdc_sink.table.spark_types import arrow_schema_of
 
 pytestmark = [pytest.mark.broker]
 

@@ -19,7 +19,7 @@ from ticdc_sink.codec.base import RowEvent
 from ticdc_sink.codec.open_protocol.frames import frame
 from ticdc_sink.dispatch import Routing
 from ticdc_sink.errors import ConfigError
-from ticdc_sink.sink.spark_rows import arrow_schema_of
+from ticdc_sink.table.spark_types import arrow_schema_of
 from ticdc_sink.source.layout import ReadLayout
 from ticdc_sink.source.options import parse_read_options
 from ticdc_sink.source.partition_read import KafkaRange, _RangeRead
