@@ -19,17 +19,16 @@ import uuid
 import pyarrow as pa
 import pytest
 from confluent_kafka import Consumer, TopicPartition
-from pyspark.sql import functions as F
-from pyspark.sql import types as T
-
 from protocols import CANAL, ProtocolUnderTest
-from ticdc_sink.sink.driver import abort_batch, commit_batch
+from pyspark.sql import functions as F, types as T
+
 from ticdc_sink.codec import PROTOCOLS, decoder_for
 from ticdc_sink.codec.base import RowEvent, WatermarkEvent
-from ticdc_sink.options import parse_options
 from ticdc_sink.errors import DeliveryError, TaskTimeoutError
-from ticdc_sink.kafka.transactions import TransactionalOutput
 from ticdc_sink.kafka.messages import Messages
+from ticdc_sink.kafka.transactions import TransactionalOutput
+from ticdc_sink.options import parse_options
+from ticdc_sink.sink.driver import abort_batch, commit_batch
 from ticdc_sink.sink.report import TaskIdentity, TaskReport
 from ticdc_sink.sink.task import WritePlan
 from ticdc_sink.table.spark_types import arrow_schema_of

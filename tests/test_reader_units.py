@@ -10,21 +10,20 @@ from decimal import Decimal
 import numpy as np
 import pyarrow as pa
 import pytest
-from pyspark.sql import types as T
-
 from changefeed import build
+from pyspark.sql import types as T
 from test_round_trip import MATRIX, NULLS, OPTIONS, VALUES, changed, row
+
 from ticdc_sink.codec import decoder_for, encoder_for
 from ticdc_sink.codec.base import RowEvent
 from ticdc_sink.codec.open_protocol.frames import frame
 from ticdc_sink.dispatch import Routing
 from ticdc_sink.errors import ConfigError
-from ticdc_sink.table.spark_types import arrow_schema_of
 from ticdc_sink.source.layout import ReadLayout
 from ticdc_sink.source.options import parse_read_options
 from ticdc_sink.source.partition_read import KafkaRange, _RangeRead
 from ticdc_sink.table.mysql_types import tidb_arrow_type
-from ticdc_sink.table.spark_types import spark_column, spark_type_of
+from ticdc_sink.table.spark_types import arrow_schema_of, spark_column, spark_type_of
 from ticdc_sink.table.type_grammar import carried_type, parse_mysql_type
 
 BASE = {"kafka.bootstrap.servers": "127.0.0.1:1", "protocol": "canal-json"}
