@@ -22,7 +22,7 @@ from ticdc_sink.codec import decoder_for, encoder_for
 from ticdc_sink.codec.base import DDLEvent, WatermarkEvent
 from ticdc_sink.ddl import DDLChange, classify
 from ticdc_sink.dispatch import Routing
-from ticdc_sink.errors import ContractError, MessageTooLargeError
+from ticdc_sink.errors import ConfigError, ContractError, MessageTooLargeError
 from ticdc_sink.kafka.messages import BROADCAST
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "canal-json"
@@ -112,6 +112,24 @@ def test_content_compatible_gives_full_mysql_types_and_only_updated_columns():
         '"mysqlType":{"c_bigint":"bigint(20)","c_int":"int(11)","c_mediumint":"mediumint(9)",'
         '"c_smallint":"smallint(6)","c_tinyint":"tinyint(4)","id":"int(11)"}')
     assert message == expected
+
+
+def test_delete_only_output_handle_key_columns_gives_ticdcs_handle_key_delete():
+    delete = {"_op": "DELETE", "_commit_ts": DOC_COMMIT_TS, "_before": None, **NEW_ROW}
+    insert = {**delete, "_op": "INSERT"}
+    deleted, inserted = encode(UPDATE_SCHEMA, [delete, insert], delete_only_output_handle_key_columns="true",
+                               enable_tidb_extension="true", **TP_INT_OPTIONS)
+    assert deleted.encode() == golden("dml-delete-handle-key-only.json")
+    assert json.loads(inserted)["data"] == [{k: str(v) for k, v in NEW_ROW.items()}]  # other rows keep every column
+    [event] = decode(deleted)
+    assert (event.type, event.columns) == ("DELETE", {"id": 2})
+
+
+def test_delete_only_output_handle_key_columns_refuses_a_table_without_a_handle_key():
+    keyless = {k: v for k, v in TP_INT_OPTIONS.items() if k != "primary_key"}
+    with pytest.raises(ConfigError, match="delete-only-output-handle-key-columns.*no handle key"):
+        encode(UPDATE_SCHEMA, [{"_op": "DELETE", "_commit_ts": 1, "_before": None, **NEW_ROW}],
+               delete_only_output_handle_key_columns="true", **keyless)
 
 
 def test_delete_puts_the_old_row_in_data_and_old_is_null():

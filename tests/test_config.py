@@ -234,6 +234,7 @@ BOOL_OPTIONS = [
     ("enable-tidb-extension", "enable_tidb_extension"),
     ("content-compatible", "content_compatible"),
     ("only-output-updated-columns", "only_output_updated_columns"),
+    ("delete-only-output-handle-key-columns", "delete_only_output_handle_key_columns"),
     ("debezium-disable-schema", "debezium_disable_schema"),
     ("send-bootstrap-to-all-partition", "send_bootstrap_to_all_partition"),
     ("auto-create-topic", "auto_create_topic"),

@@ -24,7 +24,7 @@ from ticdc_sink.codec.shared.json_text import go_quote_body, go_unquote_body
 from ticdc_sink.codec.open_protocol.frames import split_frame
 from ticdc_sink.ddl import DDLChange, classify
 from ticdc_sink.dispatch import Routing
-from ticdc_sink.errors import ContractError, MessageTooLargeError
+from ticdc_sink.errors import ConfigError, ContractError, MessageTooLargeError
 from ticdc_sink.kafka.messages import BROADCAST
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "open-protocol"
@@ -100,6 +100,21 @@ def test_with_old_values_an_update_carries_p_and_a_delete_every_column(name, row
     [key], [value] = events([{**row, "_before": row.get("_before")}], T1_WITH_BEFORE)
     assert key == golden(f"{name}.key.json")
     assert value == golden(f"{name}.value.json")
+
+
+def test_delete_only_output_handle_key_columns_deletes_by_the_handle_key_with_old_values_on():
+    delete, update = op("DELETE", TXN2, 1, "aa", None), op("UPDATE", TXN2, 3, "dd", {"id": 3, "val": "cc"})
+    [delete_key, _], [delete_value, update_value] = events([delete, update], T1_WITH_BEFORE,
+                                                            delete_only_output_handle_key_columns="true")
+    assert delete_key == golden("row-delete-old-value.key.json")  # no "ohk": not a message over the limit
+    assert delete_value == golden("row-delete.value.json")
+    assert update_value == golden("row-update-old-value.value.json")  # other rows keep every column
+
+
+def test_delete_only_output_handle_key_columns_refuses_a_table_without_a_handle_key():
+    with pytest.raises(ConfigError, match="delete-only-output-handle-key-columns.*no handle key"):
+        events([op("DELETE", TXN2, 1, "aa", None)], T1_WITH_BEFORE, delete_only_output_handle_key_columns="true",
+               primary_key=None)
 
 
 def test_only_output_updated_columns_keeps_the_changed_columns_in_p():

@@ -130,6 +130,14 @@ class ChangeBatch:
     def row_key(self, row: int) -> str:
         return self.keys.describe(row)
 
+    def rows(self, indices: np.ndarray) -> "ChangeBatch":
+        """The batch's rows at ``indices``, in that order (the rows a codec renders another way)."""
+        take = pa.array(indices)
+        before = None if self.before is None else {name: v.take(take) for name, v in self.before.items()}
+        return ChangeBatch(self.table, self.ops[indices], self.commit_ts[indices], self.databases.take(take),
+                           self.tables.take(take), {name: v.take(take) for name, v in self.columns.items()},
+                           before, self.keys.reordered(indices))
+
     @functools.cached_property
     def tables_of_rows(self) -> tuple[list[tuple[str, str]], np.ndarray]:
         """The batch's distinct (database, table) and, per row, the index of its own (computed once a batch:

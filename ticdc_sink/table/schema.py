@@ -9,6 +9,8 @@ indexes.
 
 from __future__ import annotations
 
+import dataclasses
+
 import re
 from dataclasses import dataclass, field
 
@@ -159,6 +161,14 @@ class TableSchema:
         if self.keyless:
             return self.columns
         return tuple(c for c in self.columns if c.handle_key)
+
+    def handle_key_only(self) -> "TableSchema":
+        """The table as TiCDC's messages that carry only the handle key show it (a DELETE under
+        ``delete-only-output-handle-key-columns``): its handle-key columns, in table order."""
+        kept = self.handle_columns
+        names = {c.name for c in kept}
+        return dataclasses.replace(self, columns=kept,
+                                   indexes=tuple(i for i in self.indexes if set(i.columns) <= names))
 
     def column_named(self, name: str) -> Column:
         for c in self.columns:

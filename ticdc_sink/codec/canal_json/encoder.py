@@ -13,23 +13,24 @@ partition 0; TIDB_WATERMARK events exist only with ``enable-tidb-extension``.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...changes.contract import OP_INSERT, OP_UPDATE, ChangeBatch
+from ...changes.contract import OP_DELETE, OP_INSERT, OP_UPDATE, ChangeBatch
 from ...config import SinkConfig
 from ...ddl import DDLChange
 from ...dispatch import Routing
 from ...kafka.messages import Messages
-from ...render import physical_ms_text, string_scalar, value_text
+from ...render import at_rows, physical_ms_text, string_scalar, value_text
 from ...table.schema import Column, TableSchema
 from ...tso import tso_physical_ms
 from ..base import Encoder
 from ..shared import java_sql_types as java
-from ..shared.assembly import at_updates, row_messages
+from ..shared.assembly import at_updates, handle_key_table, row_messages
 from ..shared.ddl_types import CANAL_DDL_TYPES, CANAL_TYPE_NAMES, canal_ddl_type, ddl_type
 from ..shared.json_text import (changed_members_object, concat, json_fragments, latin1_json_fragments, object_parts,
                                 quote_json, quoted_names_of)
@@ -74,6 +75,14 @@ class CanalJSONEncoder(Encoder):
         self._mysql_types = "{" + ",".join(
             f"{q}:{quote_json(type_name(c))}" for q, c in zip(self._quoted_names, table.columns)) + "}"
         self._java_types = [java_sql_type(c) for c in table.columns]
+        # TiCDC's delete-only-output-handle-key-columns: a DELETE's sqlType, mysqlType and data name the handle
+        # key only (and carry no onlyHandleKey mark), as the same encoder renders the table's handle-key shape.
+        self._handle_key_deletes = None
+        if self.options.delete_only_output_handle_key_columns:
+            shape = handle_key_table(table, "delete-only-output-handle-key-columns")
+            options = dataclasses.replace(self.options, delete_only_output_handle_key_columns=False)
+            self._handle_key_deletes = CanalJSONEncoder(dataclasses.replace(config, protocol_options=options), shape,
+                                                        clock=self.clock)
 
     # -- rows
 
@@ -105,7 +114,12 @@ class CanalJSONEncoder(Encoder):
         if self.options.enable_tidb_extension:
             parts += [',"_tidb":{"commitTs":', pa.array(batch.commit_ts).cast(pa.string()), "}"]
         parts.append("}")
-        return concat(parts, batch.num_rows)
+        values = concat(parts, batch.num_rows)
+        is_delete = batch.ops == OP_DELETE
+        if self._handle_key_deletes is not None and is_delete.any():
+            deletes = self._handle_key_deletes.encode_values(batch.rows(np.flatnonzero(is_delete)))
+            values = at_rows(values, is_delete, deletes, batch.num_rows)
+        return values
 
     def encode_rows(self, batch: ChangeBatch, routing: Routing) -> Messages:
         """One message per row, without a key."""

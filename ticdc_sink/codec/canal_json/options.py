@@ -14,6 +14,7 @@ class CanalJSONOptions(ProtocolOptions):
     enable_tidb_extension: bool = False
     content_compatible: bool = False
     only_output_updated_columns: bool = False
+    delete_only_output_handle_key_columns: bool = False  # a DELETE carries its handle-key columns only
 
     def resolve(self, config: SinkConfig, *, reading: bool = False) -> "CanalJSONOptions":
         # TiCDC's rule (pkg/config/sink.go, CodecConfig): content-compatible implies only-output-updated-columns.

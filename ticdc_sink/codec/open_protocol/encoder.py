@@ -28,7 +28,7 @@ from ...kafka.messages import BROADCAST, Messages
 from ...render import float_json_numbers, join, string_scalar, value_text
 from ...table.schema import Column, TableSchema
 from ..base import Encoder
-from ..shared.assembly import at_updates, check_sizes
+from ..shared.assembly import at_updates, check_sizes, handle_key_table
 from ..shared.ddl_types import ddl_type
 from ..shared.json_text import (PLAIN, bare_fragments, base64_fragments, changed_members_object, concat,
                                 go_quoted_fragments, json_fragments, object_parts, quote_json, quoted_names_of)
@@ -48,6 +48,8 @@ class OpenProtocolEncoder(Encoder):
         if table is None:  # control events only
             return
         self._heads = [_column_head(c) for c in table.columns]
+        if self.options.delete_only_output_handle_key_columns:
+            handle_key_table(table, "delete-only-output-handle-key-columns")  # refuses a table without one
         handle = {c.name for c in table.handle_columns}
         self._handle_positions = [i for i, c in enumerate(table.columns) if c.name in handle]
 
@@ -73,7 +75,8 @@ class OpenProtocolEncoder(Encoder):
         row = concat(object_parts(self._heads, fragments, tail="}"), n)
         is_delete = batch.ops == OP_DELETE
         has_old = batch.before is not None
-        if is_delete.any() and not has_old:  # old value off: a delete names its row by the handle key
+        # With old value off, or delete-only-output-handle-key-columns, a delete names its row by the handle key.
+        if is_delete.any() and (not has_old or self.options.delete_only_output_handle_key_columns):
             handle = concat(object_parts([self._heads[i] for i in self._handle_positions],
                                          [fragments[i] for i in self._handle_positions], tail="}"), n)
             row = pc.if_else(pa.array(is_delete), handle, row)

@@ -11,3 +11,4 @@ from ..base import ProtocolOptions
 class OpenProtocolOptions(ProtocolOptions):
     max_batch_size: int = field(default=16, metadata={"minimum": 1})  # events per Kafka message
     only_output_updated_columns: bool = False
+    delete_only_output_handle_key_columns: bool = False  # a DELETE carries its handle-key columns only

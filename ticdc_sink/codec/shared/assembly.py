@@ -10,9 +10,10 @@ import pyarrow as pa
 from ...changes.contract import OP_UPDATE, ChangeBatch
 from ...config import SinkConfig
 from ...dispatch import Routing
-from ...errors import MessageTooLargeError
+from ...errors import ConfigError, MessageTooLargeError
 from ...kafka.messages import Messages
 from ...render import at_rows
+from ...table.schema import TableSchema
 
 
 def row_messages(config: SinkConfig, batch: ChangeBatch, routing: Routing, keys: pa.Array | None,
@@ -51,3 +52,12 @@ def at_updates(batch: ChangeBatch, base: pa.Array | str,
     updates = pa.array(np.flatnonzero(is_update))
     before = {name: values.take(updates) for name, values in batch.before.items()}
     return at_rows(base, is_update, render(before, updates), batch.num_rows)
+
+
+def handle_key_table(table: TableSchema, option: str) -> TableSchema:
+    """The table as a message carrying only its handle key shows it, for ``option``; a table without a handle
+    key is refused (TiCDC's messages would carry no column, or fail at the first such row)."""
+    if table.keyless:
+        raise ConfigError(option, "true", "the table has no handle key (no primary key or NOT NULL unique key): "
+                          "name it with primary-key or unique-keys")
+    return table.handle_key_only()
