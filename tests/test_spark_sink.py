@@ -323,3 +323,48 @@ def test_the_readmes_sql_example_keeps_each_keys_changes_in_commit_ts_order(spar
     for _, event in decoded(broker, topic, expect=len(changes)):  # without _before an UPDATE is sent as INSERT
         chains.setdefault(event.columns["id"], []).append(event.columns["name"])
     assert chains == {key: [f"{op.lower()}{key}" for op in steps] for key in range(keys)}
+
+
+SELECT_ALL_BUT_AMOUNT = "[{matcher = ['shop.orders'], columns = ['*', '!amount']}, {matcher = ['*.*'], columns = ['id']}]"
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_column_selectors_leave_the_columns_out_of_every_protocols_rows(spark, broker, topic, under_test):
+    rows = [row(1), row(2, op="UPDATE", ts=1, before=row_columns(row(2, name="old"))), row(3, op="DELETE", ts=2)]
+    options = sink_options(broker, topic, under_test, **{"column-selectors": SELECT_ALL_BUT_AMOUNT,
+                                                           "enable-tidb-extension": "true"})
+    write_batch(spark, rows, options, partitions=1)
+    marks = 3 if under_test.carries.watermarks else 0  # one per partition
+    events = [e for _, e in decoded(broker, topic, expect=len(rows) + marks, protocol=under_test)
+              if isinstance(e, RowEvent)]
+    assert [e.type for e in events] == ["INSERT", "UPDATE", "DELETE"]
+    for event in events:  # the first selector matching shop.orders applies, the catch-all after it does not
+        kept = {"id", "name", "seen"} if event.type != "DELETE" or under_test.carries.whole_deleted_row else {"id"}
+        assert set(event.columns) == kept  # left out, not written as null
+    assert events[0].columns["name"] == "n1"
+
+
+def test_column_selectors_that_drop_the_handle_key_fail_before_any_task(spark, broker, topic):
+    selectors = "[{matcher = ['shop.*'], columns = ['name', 'amount']}]"
+    with pytest.raises(PySparkException, match="column-selectors.*shop.orders.*handle-key column.*id"):
+        write_batch(spark, [row(1)], sink_options(broker, topic, **{"column-selectors": selectors}))
+
+
+def test_column_selectors_that_give_a_dataframes_tables_different_columns_fail_the_task(spark, broker, topic):
+    schema = T.StructType([T.StructField("_schema", T.StringType()), T.StructField("_table", T.StringType()),
+                           T.StructField("id", T.IntegerType(), False), T.StructField("name", T.StringType())])
+    rows = [{"_schema": "db", "_table": f"shard_{i}", "id": i, "name": "x"} for i in range(2)]
+    options = {"kafka.bootstrap.servers": broker.bootstrap_servers, "protocol": "canal-json", "topic": topic,
+               "primary-key": "id", "column-selectors": "[{matcher = ['db.shard_0'], columns = ['id']}]"}
+    with pytest.raises(PySparkException, match="different columns.*db.shard_0: id.*db.shard_1: id, name"):
+        write_batch(spark, rows, options, schema=schema, partitions=1)
+
+
+@pytest.mark.parametrize("protocol", ["canal-json", "open-protocol"])
+def test_delete_only_output_handle_key_columns_sends_deletes_by_their_key(spark, broker, topic, under_test):
+    rows = [row(1), row(1, op="DELETE", ts=1)]
+    options = sink_options(broker, topic, under_test, **{"delete-only-output-handle-key-columns": "true",
+                                                           "enable-tidb-extension": "true"})
+    write_batch(spark, rows, options, partitions=1)
+    insert, delete = [e for _, e in decoded(broker, topic, expect=5, protocol=under_test) if isinstance(e, RowEvent)]
+    assert insert.columns == row_columns(row(1)) and (delete.type, delete.columns) == ("DELETE", {"id": 1})

@@ -54,6 +54,7 @@ class SinkConfig(OptionGroup):
     column_types: str | None = field(default=None, metadata={"verbatim": True})
     primary_key: str | None = None
     unique_keys: str | None = None
+    column_selectors: str | None = field(default=None, metadata={"verbatim": True})  # table/selectors.py
     op_column: str = "_op"
     commit_ts_column: str = "_commit_ts"
     before_column: str = "_before"

@@ -24,6 +24,7 @@ from .config import DELIVERY_MODES, DISPATCHERS, ORDER_CHECKS, PROTOCOLS, SinkCo
 from .errors import ConfigError
 from .option_values import parse_bool, parse_choice
 from .redact import mask
+from .table.selectors import parse_column_selectors
 
 log = logging.getLogger(__name__)
 
@@ -177,6 +178,8 @@ def _build(values: dict[str, str], kafka: dict[str, str], registry: dict[str, st
     if parsed.get("partition_index") and parsed["partition"] != "index-value":
         raise ConfigError("partition-index", values["partition-index"], "only used with partition=index-value")
 
+    if parsed.get("column_selectors") is not None:
+        parse_column_selectors(str(parsed["column_selectors"]))  # refused here, before any task
     parsed["delivery"] = parse_choice("delivery", parsed.get("delivery", "exactly-once"), DELIVERY_MODES)
     prefix = parsed.get("transactional_id_prefix")
     if prefix is not None and not _TRANSACTIONAL_PREFIX.match(str(prefix)):

@@ -16,12 +16,14 @@ from typing import Iterable
 
 import pyarrow as pa
 
-from ..changes.contract import ChangeBatchBuilder, InputLayout
-from ..codec import Encoder, SendsTableSchemas, encoder_for, open_encoder
+from ..changes.contract import ChangeBatch, ChangeBatchBuilder, InputLayout
+from ..codec import Encoder, SendsTableSchemas, UsesSchemaRegistry, encoder_for, open_encoder
 from ..config import SinkConfig
 from ..dispatch import PartitionDispatcher, TopicRouter, route
+from ..errors import ConfigError
 from ..kafka.producer import KafkaOutput
 from ..kafka.transactions import TransactionalOutput
+from ..table.selectors import OPTION, ColumnSelection, parse_column_selectors
 from .bootstrap import TaskBootstraps
 from .costs import StageClock
 from .report import TaskIdentity, TaskReport, task_spans
@@ -45,6 +47,10 @@ class WritePlan:
         # Building the codec and dispatcher here surfaces their option errors before any task runs.
         encoder_for(config, plan.layout.table)
         PartitionDispatcher(config, plan.layout.table)
+        if config.column_selectors and not (plan.layout.has_schema or plan.layout.has_table):
+            selection = ColumnSelection(parse_column_selectors(config.column_selectors), plan.layout.table,
+                                        config.partition_columns)
+            encoder_for(config, selection.table_for(config.database, config.table))
         return plan
 
     def write(self, batches: Iterable[pa.RecordBatch], task: TaskIdentity | None = None) -> TaskReport:
@@ -100,15 +106,19 @@ class WritePlan:
         Returns the commit-ts range sent to each Kafka partition, for the driver's order check.
         """
         with open_encoder(self.config, self.layout.table) as encoder:
+            due = None
             if produce and isinstance(encoder, SendsTableSchemas) and encoder.bootstrap_version is not None:
                 bootstraps = TaskBootstraps(self.config, encoder.bootstrap_version, output,
                                             report.identity.marker_prefix if report.identity else None)
-                encoder.schedule_bootstraps(bootstraps.due)
+                due = bootstraps.due
+                encoder.schedule_bootstraps(due)
                 report.table_rows, report.bootstrapped = bootstraps.rows, bootstraps.sent
-            return self._send_with(encoder, batches, report, output, clock, produce)
+            with SelectedEncoders(self.config, self.layout.table, encoder, due) as encoders:
+                return self._send_with(encoder, encoders, batches, report, output, clock, produce)
 
-    def _send_with(self, encoder: Encoder, batches: Iterable[pa.RecordBatch], report: TaskReport,
-                   output: KafkaOutput, clock: StageClock, produce: bool) -> dict[tuple[str, int], list[int]]:
+    def _send_with(self, encoder: Encoder, encoders: "SelectedEncoders", batches: Iterable[pa.RecordBatch],
+                   report: TaskReport, output: KafkaOutput, clock: StageClock,
+                   produce: bool) -> dict[tuple[str, int], list[int]]:
         config = self.config
         builder = ChangeBatchBuilder(self.layout, config)
         router = TopicRouter(config)
@@ -137,7 +147,7 @@ class WritePlan:
             report.topics.update(routing.partition_counts)
             clock.lap("dispatch")
             if produce:
-                messages = encoder.encode_rows(changes, routing)
+                messages = encoders.of(changes).encode_rows(changes, routing)
                 clock.lap("encode")
                 report.messages += output.produce(messages)
                 _widen(ts_spans, routing.commit_ts_spans)
@@ -155,6 +165,45 @@ class WritePlan:
         if report.ddls:
             report.max_commit_ts = max(report.max_commit_ts, max(d.commit_ts for d in report.ddls))
         return ts_spans
+
+
+class SelectedEncoders:
+    """The encoder of each shape the task's rows take under ``column-selectors``: the table's own, and one per
+    selection met, made when first needed (with the table's bootstrap schedule) and closed with the task."""
+
+    def __init__(self, config: SinkConfig, table, encoder: Encoder, due):
+        self.config, self._due = config, due
+        self._selection = (ColumnSelection(parse_column_selectors(config.column_selectors), table,
+                                           config.partition_columns) if config.column_selectors else None)
+        self._main, self._by_shape = encoder, {table: encoder}
+        self._opened: list[Encoder] = []
+
+    def of(self, changes: ChangeBatch) -> Encoder:
+        """The encoder of the batch's rows, whose tables must share one selection (a DataFrame, one shape)."""
+        if self._selection is None:
+            return self._main
+        tables, _ = changes.tables_of_rows
+        shapes = {table: self._selection.table_for(*table) for table in tables}
+        shape = next(iter(shapes.values()))
+        if any(s != shape for s in shapes.values()):
+            described = "; ".join(f"{d}.{t}: {', '.join(s.names)}" for (d, t), s in shapes.items())
+            raise ConfigError(OPTION, self.config.column_selectors, f"the DataFrame's tables get different columns "
+                              f"({described}): a DataFrame's rows take one shape; write them separately")
+        if shape not in self._by_shape:
+            encoder = encoder_for(self.config, shape)
+            if self._due is not None:
+                encoder.schedule_bootstraps(self._due)
+            self._by_shape[shape] = encoder
+            self._opened.append(encoder)
+        return self._by_shape[shape]
+
+    def __enter__(self) -> "SelectedEncoders":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for encoder in self._opened:
+            if isinstance(encoder, UsesSchemaRegistry):
+                encoder.close_registry()
 
 
 def _commit(output: TransactionalOutput, task: TaskIdentity, earlier, report: TaskReport) -> None:

@@ -10,7 +10,6 @@ indexes.
 from __future__ import annotations
 
 import dataclasses
-
 import re
 from dataclasses import dataclass, field
 
@@ -146,6 +145,8 @@ class TableSchema:
     # True when neither a primary key nor a NOT NULL unique key exists, so every
     # column forms the row key (README.md, "Keys").
     keyless: bool = False
+    # The table before column-selectors chose its columns (``select``); None when these are all of them.
+    whole: "TableSchema | None" = None
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -161,6 +162,14 @@ class TableSchema:
         if self.keyless:
             return self.columns
         return tuple(c for c in self.columns if c.handle_key)
+
+    def select(self, names: list[str]) -> "TableSchema":
+        """The table as messages that carry only the columns ``names`` show it (``column-selectors``), in table
+        order; ``whole`` keeps the table, which a protocol that describes it (Simple's tableSchema) still needs."""
+        kept = tuple(c for c in self.columns if c.name in set(names))
+        kept_names = {c.name for c in kept}
+        return dataclasses.replace(self, columns=kept, whole=self.whole or self,
+                                   indexes=tuple(i for i in self.indexes if set(i.columns) <= kept_names))
 
     def handle_key_only(self) -> "TableSchema":
         """The table as TiCDC's messages that carry only the handle key show it (a DELETE under

@@ -13,7 +13,6 @@ from ...errors import ConfigError, TiCDCSinkError
 from ...option_values import SETTINGS, OptionGroup
 from ...redact import mask_url
 
-
 # Client settings that take numbers; options always arrive as strings.
 _NUMBER_SETTINGS = frozenset({"timeout", "cache.capacity", "cache.latest.ttl.sec", "max.retries", "retries.wait.ms",
                               "retries.max.wait.ms"})

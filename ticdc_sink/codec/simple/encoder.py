@@ -46,7 +46,9 @@ class SimpleEncoder(SendsTableSchemas, Encoder):
         self.wire: SimpleWire = (SimpleAvro if self.options.encoding_format == "avro" else SimpleJSON)(config.time_zone)
         if table is None:  # control events only (emit_ddl)
             return
-        self.shape = simple_table(table, config)
+        # The table's schema (BOOTSTRAP, DDL) is the whole table; rows carry the columns column-selectors keep.
+        self.whole = table.whole or table
+        self.shape = simple_table(self.whole, config)
         # Go writes map members sorted by key (bytewise, which is code-point order); so does the sink in Avro.
         self._members = sorted(table.columns, key=lambda c: c.name)
 
@@ -136,9 +138,9 @@ class SimpleEncoder(SendsTableSchemas, Encoder):
             return self._table_schema(self.shape, database, table)
         if ddl.action == "add column":
             added = set(defined_columns(ddl.query))
-            kept = tuple(c for c in self.table.columns if c.name.lower() not in added)
-            before = dataclasses.replace(self.table, columns=kept, indexes=tuple(
-                i for i in self.table.indexes if all(c.lower() not in added for c in i.columns)))
+            kept = tuple(c for c in self.whole.columns if c.name.lower() not in added)
+            before = dataclasses.replace(self.whole, columns=kept, indexes=tuple(
+                i for i in self.whole.indexes if all(c.lower() not in added for c in i.columns)))
             return self._table_schema(simple_table(before, None), ddl.database, ddl.table)
         return None
 
