@@ -385,3 +385,29 @@ def test_binary_values_of_a_sliced_batch():
         values += [json.loads(v)["data"][0]["b"] for v in encoder_for(config, layout.table)
                    .encode_values(changes).to_pylist()]
     assert values == [chr(200), None, chr(202), None, chr(204), None]
+
+
+def sent(spark_schema, rows, **options) -> list[str]:
+    """The values of the messages ``encode_rows`` sends (where a row over max-message-bytes is replaced)."""
+    config, layout, changes, _ = build(spark_schema, rows, **options)
+    routing = Routing(["t"], np.zeros(len(rows), np.int32), np.zeros(len(rows), np.int32), {"t": 1})
+    return encoder_for(config, layout.table, clock=lambda: BUILD_MS).encode_rows(changes, routing).values.to_pylist()
+
+
+def test_a_row_over_max_message_bytes_becomes_ticdcs_handle_key_only_message():
+    row = {**TP_INT_ROW, "_commit_ts": DOC_COMMIT_TS}
+    full = len(golden("dml-insert-tidb-extension.json")) + 36  # TiCDC counts the key, the value and 36 bytes
+    options = dict(enable_tidb_extension="true", large_message_handle_option="handle-key-only", **TP_INT_OPTIONS)
+    [message] = sent(TP_INT, [row], max_message_bytes=full, **options)
+    assert message.encode() == golden("dml-insert-tidb-extension.json")  # at the limit: whole
+    [message] = sent(TP_INT, [row], max_message_bytes=full - 1, **options)
+    assert message.encode() == golden("dml-insert-handle-key-only.json")
+    [event] = decode(message)
+    assert event.handle_key_only and event.columns == {"id": 2}
+
+
+def test_a_handle_key_only_message_still_over_max_message_bytes_fails_naming_the_row():
+    row = {**TP_INT_ROW, "_commit_ts": DOC_COMMIT_TS}
+    with pytest.raises(MessageTooLargeError, match=r"row \{id=2\}.*max-message-bytes=100"):
+        sent(TP_INT, [row], enable_tidb_extension="true", max_message_bytes="100",
+             large_message_handle_option="handle-key-only", **TP_INT_OPTIONS)

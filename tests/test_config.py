@@ -916,3 +916,29 @@ def test_require_table_names_uses_renamed_columns():
     c = parse(schema_column="db_name")
     with pytest.raises(ConfigError, match="db_name"):
         require_table_names(c, has_schema_column=False, has_table_column=True)
+
+
+# ---------------------------------------------------------------------------
+# large-message-handle-option (TiCDC pkg/config/large_message.go)
+
+@pytest.mark.parametrize("protocol, extra", [
+    ("avro", {"schema-registry": "http://r:8081", "topic": "t_{schema}_{table}"}), ("debezium", {})])
+def test_large_message_handling_is_refused_for_avro_and_debezium_in_ticdcs_words(protocol, extra):
+    err = error(with_base(**{"protocol": protocol, "large-message-handle-option": "handle-key-only", **extra}))
+    assert err.option == "large-message-handle-option"
+    assert f"large message handle is set to handle-key-only, protocol is {protocol}, it's not supported" in str(err)
+
+
+def test_large_message_handling_in_canal_json_needs_the_tidb_extension():
+    err = error(with_base(**{"protocol": "canal-json", "large-message-handle-option": "handle-key-only"}))
+    assert "but enable-tidb-extension is false" in str(err)
+    config = parse(protocol="canal-json", large_message_handle_option="Handle-Key-Only",
+                   enable_tidb_extension="true")
+    assert config.large_message_handle_option == "handle-key-only"
+
+
+def test_claim_check_and_unknown_large_message_options_are_refused():
+    assert "claim-check is not supported by the sink yet" in str(
+        error(with_base(**{"protocol": "simple", "large-message-handle-option": "claim-check"})))
+    assert "expected one of none, handle-key-only, claim-check" in str(
+        error(with_base(**{"protocol": "simple", "large-message-handle-option": "drop"})))

@@ -373,3 +373,18 @@ def test_decoder_reads_the_golden_frames():
     assert isinstance(first, RowEvent) and (first.database, first.table, first.commit_ts) == ("test", "t1", TXN1)
     assert (first.columns, third.columns, first.primary_keys) == ({"id": 1, "val": "aa"}, {"id": 3, "val": "cc"},
                                                                   ["id"])
+
+
+def test_an_event_over_max_message_bytes_becomes_ticdcs_handle_key_only_event():
+    full = len(golden("row-insert.key.json")) + len(golden("row-insert.value.json")) + 36 + 24  # framed alone
+    for limit, key, value in [
+        (full, golden("row-insert.key.json"), golden("row-insert.value.json")),
+        (full - 1, b'{"ts":415508878783938562,"scm":"test","tbl":"t1","t":1,"ohk":true}',
+         b'{"u":{"id":{"t":3,"h":true,"f":11,"v":1}}}'),
+    ]:
+        _, _, messages = frames([op("INSERT", TXN1, 1, "aa")], [0], max_message_bytes=limit,
+                                large_message_handle_option="handle-key-only")
+        [event] = decode(messages.keys[0].as_py(), messages.values[0].as_py())
+        assert split_frame(messages.keys[0].as_py()) == [key]
+        assert split_frame(messages.values[0].as_py(), versioned=False) == [value]
+    assert event.handle_key_only and event.columns == {"id": 1}

@@ -18,7 +18,7 @@ from ticdc_sink.codec import decoder_for, encoder_for
 from ticdc_sink.codec.base import RowEvent
 from ticdc_sink.codec.open_protocol.frames import frame
 from ticdc_sink.dispatch import Routing
-from ticdc_sink.errors import ConfigError
+from ticdc_sink.errors import ConfigError, ReadError
 from ticdc_sink.source.layout import ReadLayout
 from ticdc_sink.source.options import parse_read_options
 from ticdc_sink.source.partition_read import KafkaRange, _RangeRead
@@ -185,3 +185,26 @@ def test_a_writers_topic_expression_reads_as_its_topics():
     assert read_config(topic="tidb_{schema}_{table}", database="shop", table="orders").topics == ("tidb_shop_orders",)
     config = read_config(topic="tidb_{schema}_{table}")
     assert (config.topics, config.topic_pattern) == ((), r"tidb_.+_.+")
+
+
+@pytest.mark.parametrize("on_error", ["fail", "skip"])
+def test_a_handle_key_only_row_fails_the_read_or_is_skipped_and_counted(on_error):
+    """Its other values are not in the topic (TiCDC's consumers read them from TiDB): a read never makes them
+    NULLs, column at a time or message by message."""
+    from pathlib import Path
+
+    golden = Path(__file__).parent / "golden" / "canal-json"
+    whole, small = ((golden / name).read_bytes() for name in ("dml-insert-tidb-extension.json",
+                                                              "dml-insert-handle-key-only.json"))
+    read = parse_read_options({**BASE, "topic": "t", "protocol": "canal-json", "enable-tidb-extension": "true",
+                               "on-error": on_error})
+    layout = ReadLayout.from_event(read, decoder_for("canal-json").decode(None, whole)[0])
+    task = _RangeRead(layout, KafkaRange("t:0", 0, 2))
+    messages = [Message(None, whole, 0), Message(None, small, 1)]
+    assert task.decoder.decode_columns([None, None], [whole, small], task.types) is None
+    if on_error == "fail":
+        with pytest.raises(ReadError, match="offset 1 carries a row's handle key only.*on-error=skip"):
+            list(task.chunk(messages))
+        return
+    rows = pa.Table.from_batches([*task.chunk(messages), *task.finish()]).to_pylist()
+    assert [r["id"] for r in rows] == [2] and task.counts["handle-key-only"] == 1

@@ -11,6 +11,7 @@ import pytest
 from pyspark.sql import types as T
 
 from changefeed import build, configured, schema
+from ticdc_sink.codec import decoder_for
 from ticdc_sink.codec.simple.encoder import SimpleEncoder
 from ticdc_sink.codec.simple.table_schema import simple_table, table_id
 from ticdc_sink.dispatch import Routing
@@ -209,3 +210,23 @@ def test_the_documents_messages_decode_once_their_schema_arrived():
     bootstrap, row = decoder.decode(None, golden("bootstrap").encode())
     assert bootstrap == DDLEvent("simple", "new_user", "", "BOOTSTRAP", 0) and row.table == "new_user"
     assert decoder.waiting == 0
+
+
+@pytest.mark.parametrize("encoding", ["json", "avro"])
+def test_a_row_over_max_message_bytes_becomes_ticdcs_handle_key_only_message(encoding):
+    row = {"_op": "INSERT", "_commit_ts": 447984084414103554, **JOHN}
+    options = dict(large_message_handle_option="handle-key-only", encoding_format=encoding)
+    [whole] = encode([row], 1708923662983, **options)
+    [small] = encode([row], 1708923662983, max_message_bytes=len(whole) + 35, **options)
+    if encoding == "json":
+        assert small == golden("dml-insert").replace('"data":{"age":"25","id":"1","name":"John Doe","score":"90.5"}',
+                                                      '"handleKeyOnly":true,"data":{"id":"1"}')
+    simple, _ = encoder([row], encoding_format=encoding)
+    decoder = decoder_for("simple")
+    decoder.decode(None, to_bytes(simple.encode_bootstrap("simple", "user")))
+    [event] = decoder.decode(None, to_bytes(small))
+    assert event.handle_key_only and event.columns == {"id": 1} and event.type == "INSERT"
+
+
+def to_bytes(value: str | bytes) -> bytes:
+    return value.encode() if isinstance(value, str) else value

@@ -325,7 +325,8 @@ def test_the_readmes_sql_example_keeps_each_keys_changes_in_commit_ts_order(spar
     assert chains == {key: [f"{op.lower()}{key}" for op in steps] for key in range(keys)}
 
 
-SELECT_ALL_BUT_AMOUNT = "[{matcher = ['shop.orders'], columns = ['*', '!amount']}, {matcher = ['*.*'], columns = ['id']}]"
+SELECT_ALL_BUT_AMOUNT = ("[{matcher = ['shop.orders'], columns = ['*', '!amount']}, "
+                         "{matcher = ['*.*'], columns = ['id']}]")
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
@@ -368,3 +369,23 @@ def test_delete_only_output_handle_key_columns_sends_deletes_by_their_key(spark,
     write_batch(spark, rows, options, partitions=1)
     insert, delete = [e for _, e in decoded(broker, topic, expect=5, protocol=under_test) if isinstance(e, RowEvent)]
     assert insert.columns == row_columns(row(1)) and (delete.type, delete.columns) == ("DELETE", {"id": 1})
+
+
+@pytest.mark.parametrize("protocol", ["canal-json", "open-protocol", "simple"])
+def test_a_row_over_max_message_bytes_arrives_as_its_handle_key_only(spark, broker, topic, under_test):
+    rows = [row(1), {**row(2, ts=1), "name": "x" * 3000}]
+    options = sink_options(broker, topic, under_test, **{"large-message-handle-option": "handle-key-only",
+                                                           "max-message-bytes": "2000", "enable-tidb-extension": "true"})
+    write_batch(spark, rows, options, partitions=1)
+    events = [e for _, e in decoded(broker, topic, expect=2 + (3 if under_test.carries.watermarks else 0),
+                                    protocol=under_test) if isinstance(e, RowEvent)]
+    small, large = sorted(events, key=lambda e: e.columns["id"])
+    assert not small.handle_key_only and small.columns == row_columns(row(1))
+    assert large.handle_key_only and large.columns == {"id": 2}
+
+
+def test_large_message_handling_refuses_a_table_without_a_handle_key_before_any_task(spark, broker, topic):
+    options = {**sink_options(broker, topic, **{"large-message-handle-option": "handle-key-only",
+                                                "enable-tidb-extension": "true"}), "primary-key": ""}
+    with pytest.raises(PySparkException, match="large-message-handle-option.*no handle key"):
+        write_batch(spark, [row(1)], options)

@@ -21,6 +21,8 @@ PROTOCOLS = ("open-protocol", "canal-json", "avro", "debezium", "simple")
 DISPATCHERS = ("default", "table", "index-value", "ts", "columns")
 DELIVERY_MODES = ("exactly-once", "at-least-once")
 ORDER_CHECKS = ("warn", "error", "off")
+LARGE_MESSAGE_OPTIONS = ("none", "handle-key-only", "claim-check")
+LARGE_MESSAGE_PROTOCOLS = ("canal-json", "open-protocol", "simple")  # TiCDC's pkg/config/large_message.go
 _AT_LEAST_ONE = {"minimum": 1}
 
 
@@ -34,6 +36,9 @@ class SinkConfig(OptionGroup):
     protocol_options: Any = field(default=None, metadata={APART: True})  # the protocol's own (its ``options.py``)
     default_topic: str | None = None
     max_message_bytes: int = field(default=10 * 1024 * 1024, metadata=_AT_LEAST_ONE)
+    # What a message over max-message-bytes becomes (TiCDC's large-message-handle-option): an error (none), or
+    # the row's handle-key columns only, marked so (handle-key-only).
+    large_message_handle_option: str = "none"
     partition_num: int = field(default=3, metadata=_AT_LEAST_ONE)
     replication_factor: int = field(default=1, metadata=_AT_LEAST_ONE)
     auto_create_topic: bool = True

@@ -20,7 +20,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from .codec import PROTOCOL_OPTIONS
 from .codec.shared.schema_registry import RegistryOptions
-from .config import DELIVERY_MODES, DISPATCHERS, ORDER_CHECKS, PROTOCOLS, SinkConfig, parse_protocol
+from .config import (DELIVERY_MODES, DISPATCHERS, LARGE_MESSAGE_OPTIONS, LARGE_MESSAGE_PROTOCOLS, ORDER_CHECKS,
+                     PROTOCOLS, SinkConfig, parse_protocol)
 from .errors import ConfigError
 from .option_values import parse_bool, parse_choice
 from .redact import mask
@@ -180,6 +181,9 @@ def _build(values: dict[str, str], kafka: dict[str, str], registry: dict[str, st
 
     if parsed.get("column_selectors") is not None:
         parse_column_selectors(str(parsed["column_selectors"]))  # refused here, before any task
+    if "large_message_handle_option" in parsed:
+        parsed["large_message_handle_option"] = parse_choice(
+            "large-message-handle-option", parsed["large_message_handle_option"], LARGE_MESSAGE_OPTIONS)
     parsed["delivery"] = parse_choice("delivery", parsed.get("delivery", "exactly-once"), DELIVERY_MODES)
     prefix = parsed.get("transactional_id_prefix")
     if prefix is not None and not _TRANSACTIONAL_PREFIX.match(str(prefix)):
@@ -200,6 +204,7 @@ def _build(values: dict[str, str], kafka: dict[str, str], registry: dict[str, st
         protocol_values["schema_registry_settings"] = tuple(sorted(registry.items()))
     shared = SinkConfig(**parsed)
     protocol_options = options_class(**protocol_values).resolve(shared, reading=reading)
+    _check_large_messages(shared, protocol_options)
     if not reading and "{" not in topic and not _TOPIC_NAME.match(topic):
         raise ConfigError("topic", topic, "a Kafka topic name is 1..249 characters of [A-Za-z0-9._-]")
     default_topic = parsed.get("default_topic")
@@ -223,3 +228,22 @@ def _build(values: dict[str, str], kafka: dict[str, str], registry: dict[str, st
                 f"kafka.{setting}", kafka[setting], "the sink always uses the idempotent producer with acks=all"
             )
     return SinkConfig(kafka_settings=tuple(sorted(kafka.items())), protocol_options=protocol_options, **parsed)
+
+
+def _check_large_messages(config: SinkConfig, protocol_options) -> None:
+    """TiCDC's rules for large-message-handle-option (pkg/config/large_message.go), in its words where it has
+    them."""
+    option = config.large_message_handle_option
+    if option == "none":
+        return
+    if config.protocol not in LARGE_MESSAGE_PROTOCOLS:
+        raise ConfigError("large-message-handle-option", option,
+                          f"large message handle is set to {option}, protocol is {config.protocol}, it's not "
+                          f"supported (TiCDC supports it for {', '.join(LARGE_MESSAGE_PROTOCOLS)})")
+    if config.protocol == "canal-json" and not protocol_options.enable_tidb_extension:
+        raise ConfigError("large-message-handle-option", option,
+                          f"large message handle is set to {option}, protocol is canal-json, but "
+                          "enable-tidb-extension is false: set enable-tidb-extension=true (the mark is in _tidb)")
+    if option == "claim-check":
+        raise ConfigError("large-message-handle-option", option,
+                          "claim-check is not supported by the sink yet; handle-key-only is")

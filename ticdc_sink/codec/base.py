@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from ..kafka.messages import Messages
 from ..option_values import OptionGroup
 from ..table.mysql_types import MySQLType
 from ..table.schema import TableSchema
+from .shared.assembly import handle_key_table
 
 Table = tuple[str, str]  # (database, table)
 
@@ -46,9 +48,23 @@ class Encoder(ABC):
     ``shared/schema_registry.py``).
     """
 
+    # Set on the encoder of ``handle_key_only``: its messages carry TiCDC's mark of a row over max-message-bytes.
+    marks_handle_key_only = False
+
     def __init__(self, config: SinkConfig, table: TableSchema | None, *, clock: Callable[[], int] = wall_clock_ms):
         self.config, self.table, self.clock = config, table, clock
         self.options = config.protocol_options  # the protocol's own options (its ``options.py``)
+        if table is not None and config.large_message_handle_option == "handle-key-only":
+            handle_key_table(table, "large-message-handle-option")  # refuses a table without a handle key
+
+    @functools.cached_property
+    def handle_key_only(self) -> "Encoder":
+        """This protocol's encoder of the table's handle-key columns alone, whose messages are marked as TiCDC
+        marks one standing for a row over max-message-bytes (large-message-handle-option=handle-key-only)."""
+        encoder = type(self)(self.config, handle_key_table(self.table, "large-message-handle-option"),
+                             clock=self.clock)
+        encoder.marks_handle_key_only = True
+        return encoder
 
     @abstractmethod
     def encode_rows(self, batch: ChangeBatch, routing: Routing) -> Messages:
@@ -111,6 +127,9 @@ class RowEvent:
     primary_keys: list[str] = field(default_factory=list)
     # Each column's type as far as the protocol carries it (``table.type_grammar.carried_type``).
     column_types: dict[str, MySQLType] = field(default_factory=dict)
+    # The message carried the handle-key columns alone, standing for a row over max-message-bytes (Canal-JSON's
+    # _tidb.onlyHandleKey, Open Protocol's ohk, Simple's handleKeyOnly): the row's other values were not sent.
+    handle_key_only: bool = False
 
 
 @dataclass

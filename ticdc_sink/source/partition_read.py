@@ -148,10 +148,25 @@ class _RangeRead:
                 if (self.part.after_ts is not None and ts <= self.part.after_ts) or \
                         (self.part.through_ts is not None and ts > self.part.through_ts):
                     continue
+            if isinstance(event, RowEvent) and event.handle_key_only:
+                self._handle_key_only(offset)
+                continue
             if isinstance(event, RowEvent):
                 self.rows.add_row(event, self.topic, self.partition, offset)
             else:
                 self.rows.add_ddl(event, self.topic, self.partition, offset)
+
+    def _handle_key_only(self, offset: int) -> None:
+        """A row TiCDC sent as its handle key alone (it was over max-message-bytes): its other values are not in
+        the topic (TiCDC's consumers read them from TiDB), so the read fails, or with on-error=skip counts it."""
+        where = f"{self.topic} partition {self.partition} offset {offset}"
+        if self.config.on_error != "skip":
+            raise ReadError(f"the {self.config.sink.protocol} message at {where} carries a row's handle key only "
+                            "(large-message-handle-option=handle-key-only: the row was over max-message-bytes) "
+                            "and not its values; set on-error=skip to skip such rows")
+        if not self.counts["handle-key-only"]:
+            log.warning("skipping the handle-key-only row at %s, and any more", where)
+        self.counts["handle-key-only"] += 1
 
     def _other_table(self, database: str, table: str, offset: int) -> None:
         """A row of another table: skipped where the user chose the table, else the read cannot go on."""

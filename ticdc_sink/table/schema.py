@@ -173,11 +173,8 @@ class TableSchema:
 
     def handle_key_only(self) -> "TableSchema":
         """The table as TiCDC's messages that carry only the handle key show it (a DELETE under
-        ``delete-only-output-handle-key-columns``): its handle-key columns, in table order."""
-        kept = self.handle_columns
-        names = {c.name for c in kept}
-        return dataclasses.replace(self, columns=kept,
-                                   indexes=tuple(i for i in self.indexes if set(i.columns) <= names))
+        ``delete-only-output-handle-key-columns``, a row over max-message-bytes): its handle-key columns."""
+        return self.select([c.name for c in self.handle_columns])
 
     def column_named(self, name: str) -> Column:
         for c in self.columns:

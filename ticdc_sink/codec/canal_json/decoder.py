@@ -42,6 +42,7 @@ class CanalJSONDecoder(Decoder):
             old=typed(old),
             primary_keys=list(doc.get("pkNames") or []),
             column_types=self._types_of(types),
+            handle_key_only=bool(extension.get("onlyHandleKey")),
         )]
 
     def decode_columns(self, keys: list, values: list[bytes], types: dict) -> MessageColumns | None:

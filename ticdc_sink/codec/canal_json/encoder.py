@@ -112,7 +112,8 @@ class CanalJSONEncoder(Encoder):
             ',"data":', *object_parts(self._member_heads, new_frags, "[{", "}]"),
         ]
         if self.options.enable_tidb_extension:
-            parts += [',"_tidb":{"commitTs":', pa.array(batch.commit_ts).cast(pa.string()), "}"]
+            mark = ',"onlyHandleKey":true' if self.marks_handle_key_only else ""
+            parts += [',"_tidb":{"commitTs":', pa.array(batch.commit_ts).cast(pa.string()), mark + "}"]
         parts.append("}")
         values = concat(parts, batch.num_rows)
         is_delete = batch.ops == OP_DELETE
@@ -123,7 +124,8 @@ class CanalJSONEncoder(Encoder):
 
     def encode_rows(self, batch: ChangeBatch, routing: Routing) -> Messages:
         """One message per row, without a key."""
-        return row_messages(self.config, batch, routing, None, self.encode_values(batch))
+        return row_messages(self.config, batch, routing, None, self.encode_values(batch),
+                            lambda rows: (None, self.handle_key_only.encode_values(rows)))
 
     def _fragments(self, values: pa.Array, column: Column) -> pa.Array:
         """The JSON value of each row of a column: a quoted string, or ``null``."""

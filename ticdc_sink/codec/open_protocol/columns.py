@@ -16,7 +16,8 @@ from ..shared.json_text import go_unquote_body
 from .encoder import DDL_EVENT, RESOLVED_EVENT, ROW_EVENT
 from .frames import split_frame
 
-_KEY_SCHEMA = pa.schema([("ts", pa.int64()), ("scm", pa.string()), ("tbl", pa.string()), ("t", pa.int64())])
+_KEY_SCHEMA = pa.schema([("ts", pa.int64()), ("scm", pa.string()), ("tbl", pa.string()), ("t", pa.int64()),
+                         ("ohk", pa.bool_())])
 
 
 def _wire_type(t: MySQLType) -> pa.DataType:
@@ -59,6 +60,8 @@ def decode_columns(keys: list[bytes | None], values: list[bytes], types: dict[st
     try:
         parsed_keys = _parse(event_keys, _KEY_SCHEMA)
         kind = parsed_keys["t"].combine_chunks()
+        if pc.any(parsed_keys["ohk"]).as_py():  # a handle-key-only event goes message by message, to be named
+            return None
         if pc.any(pc.equal(kind, DDL_EVENT)).as_py():
             return None
         parsed = _parse(event_values, value_schema)

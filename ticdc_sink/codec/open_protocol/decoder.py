@@ -59,7 +59,8 @@ class OpenProtocolDecoder(Decoder):
         return RowEvent(type=event_type, database=key["scm"], table=key["tbl"], commit_ts=key["ts"],
                         columns=typed_row(row, _column_value), old=typed_row(document.get("p"), _column_value),
                         primary_keys=[name for name, c in row.items() if c["f"] & FLAG_PRIMARY_KEY],
-                        column_types={name: _type_of_code(c["t"], c["f"]) for name, c in row.items()})
+                        column_types={name: _type_of_code(c["t"], c["f"]) for name, c in row.items()},
+                        handle_key_only=bool(key.get("ohk")))
 
 
 _type_of_code = functools.lru_cache(maxsize=None)(type_of_code)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import struct
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -24,8 +25,8 @@ from ...config import SinkConfig
 from ...ddl import ACTION_CODES, DDLChange
 from ...dispatch import Routing
 from ...errors import ContractError
-from ...kafka.messages import BROADCAST, Messages
-from ...render import float_json_numbers, join, string_scalar, value_text
+from ...kafka.messages import BROADCAST, MESSAGE_OVERHEAD, Messages, byte_lengths
+from ...render import at_rows, float_json_numbers, join, string_scalar, value_text
 from ...table.schema import Column, TableSchema
 from ..base import Encoder
 from ..shared.assembly import at_updates, check_sizes, handle_key_table
@@ -39,6 +40,8 @@ ROW_EVENT, DDL_EVENT, RESOLVED_EVENT = 1, 2, 3
 
 _EMPTY_VALUE = struct.pack(">Q", 0)  # a resolved event's value: one event of length 0
 
+
+_FRAME_OVERHEAD = 8 + 16  # an event framed alone: the version, and its key's and value's lengths
 
 class OpenProtocolEncoder(Encoder):
     """Open Protocol frames for one table shape, built a batch at a time."""
@@ -57,8 +60,16 @@ class OpenProtocolEncoder(Encoder):
 
     def encode_rows(self, batch: ChangeBatch, routing: Routing) -> Messages:
         """The batch's events packed per partition, in commit-ts order within each."""
-        messages = pack_events(self.event_keys(batch), self.event_values(batch), routing,
-                               self.options.max_batch_size, self.config.max_message_bytes)
+        keys, values = self.event_keys(batch), self.event_values(batch)
+        if self.config.large_message_handle_option == "handle-key-only":
+            # TiCDC sizes each event before it packs them: its key and value, framed alone.
+            over = byte_lengths(keys) + byte_lengths(values) + MESSAGE_OVERHEAD + _FRAME_OVERHEAD \
+                > self.config.max_message_bytes
+            if over.any():
+                rows = batch.rows(np.flatnonzero(over))
+                keys = at_rows(keys, over, self.handle_key_only.event_keys(rows), batch.num_rows)
+                values = at_rows(values, over, self.handle_key_only.event_values(rows), batch.num_rows)
+        messages = pack_events(keys, values, routing, self.options.max_batch_size, self.config.max_message_bytes)
         check_sizes(self.config, messages, batch)
         return messages
 
@@ -66,7 +77,8 @@ class OpenProtocolEncoder(Encoder):
         """``{"ts":..,"scm":..,"tbl":..,"t":1}`` per row."""
         return concat(['{"ts":', pa.array(batch.commit_ts).cast(pa.string()),
                        ',"scm":', quoted_names_of(batch.databases, style=PLAIN),
-                       ',"tbl":', quoted_names_of(batch.tables, style=PLAIN), f',"t":{ROW_EVENT}}}'], batch.num_rows)
+                       ',"tbl":', quoted_names_of(batch.tables, style=PLAIN),
+                       f',"t":{ROW_EVENT}' + (',"ohk":true}' if self.marks_handle_key_only else "}")], batch.num_rows)
 
     def event_values(self, batch: ChangeBatch) -> pa.Array:
         """The value JSON of each row's event."""

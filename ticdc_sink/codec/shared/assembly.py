@@ -11,14 +11,25 @@ from ...changes.contract import OP_UPDATE, ChangeBatch
 from ...config import SinkConfig
 from ...dispatch import Routing
 from ...errors import ConfigError, MessageTooLargeError
-from ...kafka.messages import Messages
+from ...kafka.messages import MESSAGE_OVERHEAD, Messages, byte_lengths
 from ...render import at_rows
 from ...table.schema import TableSchema
 
 
 def row_messages(config: SinkConfig, batch: ChangeBatch, routing: Routing, keys: pa.Array | None,
-                 values: pa.Array) -> Messages:
-    """One message per row of ``batch`` (its key or none, its value or none), where ``routing`` sends the row."""
+                 values: pa.Array, handle_key_only: Callable[[ChangeBatch], tuple] | None = None) -> Messages:
+    """One message per row of ``batch`` (its key or none, its value or none), where ``routing`` sends the row.
+
+    With large-message-handle-option=handle-key-only, a row whose message is over max-message-bytes gets the
+    (key, value) ``handle_key_only`` gives the batch of such rows instead (TiCDC's encoders do it per row).
+    """
+    if handle_key_only is not None and config.large_message_handle_option == "handle-key-only":
+        sizes = byte_lengths(values) + (0 if keys is None else byte_lengths(keys)) + MESSAGE_OVERHEAD
+        over = sizes > config.max_message_bytes
+        if over.any():
+            small_keys, small_values = handle_key_only(batch.rows(np.flatnonzero(over)))
+            values = at_rows(values, over, small_values, batch.num_rows)
+            keys = keys if keys is None else at_rows(keys, over, small_keys, batch.num_rows)
     messages = Messages(routing.topics, routing.topic_of_message, routing.partition_of_row, keys, values,
                         np.arange(batch.num_rows))
     check_sizes(config, messages, batch)

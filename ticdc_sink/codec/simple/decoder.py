@@ -103,7 +103,8 @@ class SimpleDecoder(Decoder):
         return RowEvent(type=doc["type"], database=doc["database"], table=doc["table"], commit_ts=doc["commitTs"],
                         columns=typed(doc["old"] if is_delete else doc["data"]),
                         old=None if is_delete else typed(doc.get("old")), primary_keys=list(primary),
-                        column_types={name: _column_type(t) for name, t in types.items()})
+                        column_types={name: _column_type(t) for name, t in types.items()},
+                        handle_key_only=bool(doc.get("handleKeyOnly")))
 
 
 @functools.lru_cache(maxsize=4096)

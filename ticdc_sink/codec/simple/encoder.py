@@ -65,7 +65,7 @@ class SimpleEncoder(SendsTableSchemas, Encoder):
         old = at_updates(batch, old, lambda before, updates: wire.member("old", self._rows(before, len(updates))))
         names = _one_name_or_all(batch.databases), _one_name_or_all(batch.tables)
         return wire.dml(*names, self._table_ids(batch), ops, batch.commit_ts, self.clock(), self.shape.version,
-                        data, old, n)
+                        data, old, n, self.marks_handle_key_only)
 
     def _rows(self, columns, n: int) -> pa.Array:
         return self.wire.row([c.name for c in self._members],
@@ -73,7 +73,8 @@ class SimpleEncoder(SendsTableSchemas, Encoder):
 
     def encode_rows(self, batch: ChangeBatch, routing: Routing) -> Messages:
         """One message per row, without a key, after the BOOTSTRAP of each table whose schema is due."""
-        rows = row_messages(self.config, batch, routing, None, self.encode_values(batch))
+        rows = row_messages(self.config, batch, routing, None, self.encode_values(batch),
+                            lambda rows: (None, self.handle_key_only.encode_values(rows)))
         if self.bootstraps_due is None:
             return rows
         tables, table_of_row = batch.tables_of_rows

@@ -37,12 +37,14 @@ def decode_columns(values: list[bytes], types: dict[str, MySQLType]) -> MessageC
         return None
     row = pa.struct([(name, _wire_type(t)) for name, t in types.items()])
     schema = pa.schema([("type", pa.string()), ("database", pa.string()), ("table", pa.string()),
-                        ("commitTs", pa.int64()), ("data", row), ("old", row)])
+                        ("commitTs", pa.int64()), ("handleKeyOnly", pa.bool_()), ("data", row), ("old", row)])
     parsed = json_lines(values, schema)
     if parsed is None:
         return None
     try:
         kind = parsed["type"].combine_chunks()
+        if pc.any(parsed["handleKeyOnly"]).as_py():  # a handle-key-only message goes message by message
+            return None
         is_row, is_watermark = pc.is_in(kind, _ROW_TYPES), pc.equal(kind, "WATERMARK")
         if not pc.all(pc.or_(is_row, is_watermark)).as_py():
             return None
