@@ -116,8 +116,7 @@ class CanalJSONEncoder(Encoder):
             parts += [',"_tidb":{"commitTs":', pa.array(batch.commit_ts).cast(pa.string()), mark + "}"]
         parts.append("}")
         values = concat(parts, batch.num_rows)
-        is_delete = batch.ops == OP_DELETE
-        if self._handle_key_deletes is not None and is_delete.any():
+        if self._handle_key_deletes is not None and (is_delete := batch.ops == OP_DELETE).any():
             deletes = self._handle_key_deletes.encode_values(batch.rows(np.flatnonzero(is_delete)))
             values = at_rows(values, is_delete, deletes, batch.num_rows)
         return values
