@@ -389,3 +389,16 @@ def test_large_message_handling_refuses_a_table_without_a_handle_key_before_any_
                                                 "enable-tidb-extension": "true"}), "primary-key": ""}
     with pytest.raises(PySparkException, match="large-message-handle-option.*no handle key"):
         write_batch(spark, [row(1)], options)
+
+
+@pytest.mark.parametrize("raw", [False, True])
+def test_an_update_of_the_key_is_a_delete_and_an_insert_unless_output_raw_change_event(spark, broker, topic, raw):
+    rows = [row(1), {**row(9, ts=1), "_op": "UPDATE", "_before": row_columns(row(1))}]
+    write_batch(spark, rows, sink_options(broker, topic, **{"output-raw-change-event": str(raw).lower()}),
+                partitions=1)
+    events = [e for _, e in decoded(broker, topic, expect=2 if raw else 3)]
+    if raw:
+        assert [(e.type, e.columns["id"]) for e in events] == [("INSERT", 1), ("UPDATE", 9)]
+    else:  # TiCDC's default: consumers keyed by the key drop the old row
+        assert [(e.type, e.columns["id"]) for e in events] == [("INSERT", 1), ("DELETE", 1), ("INSERT", 9)]
+        assert events[1].columns == row_columns(row(1))

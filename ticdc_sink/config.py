@@ -39,6 +39,8 @@ class SinkConfig(OptionGroup):
     # What a message over max-message-bytes becomes (TiCDC's large-message-handle-option): an error (none), or
     # the row's handle-key columns only, marked so (handle-key-only).
     large_message_handle_option: str = "none"
+    # TiCDC's output-raw-change-event: an UPDATE that changes a key goes as it is, not as a DELETE and an INSERT.
+    output_raw_change_event: bool = False
     partition_num: int = field(default=3, metadata=_AT_LEAST_ONE)
     replication_factor: int = field(default=1, metadata=_AT_LEAST_ONE)
     auto_create_topic: bool = True

@@ -17,6 +17,7 @@ from typing import Iterable
 import pyarrow as pa
 
 from ..changes.contract import ChangeBatch, ChangeBatchBuilder, InputLayout
+from ..changes.key_updates import split_key_updates
 from ..codec import Encoder, SendsTableSchemas, UsesSchemaRegistry, encoder_for, open_encoder
 from ..config import SinkConfig
 from ..dispatch import PartitionDispatcher, TopicRouter, route
@@ -131,6 +132,8 @@ class WritePlan:
             clock.lap("receive")
             report.input_rows += record_batch.num_rows
             changes, ddls = builder.build(record_batch)
+            if changes is not None and not config.output_raw_change_event:
+                changes = split_key_updates(changes)
             for ddl in ddls:
                 encoder.check_ddl(ddl)  # a bad _ddl_type fails this task, before the batch commits
             report.ddls.extend(ddls)
