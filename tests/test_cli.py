@@ -75,6 +75,13 @@ def test_without_column_types_enum_numbers_are_shown_as_sent():
     assert format_event(event) == "INSERT shop.orders {status=2}"
 
 
+def test_a_handle_key_only_row_says_so():
+    event = RowEvent("UPDATE", "shop", "orders", None, {"id": 1}, old={"id": 1}, primary_keys=["id"],
+                     handle_key_only=True)
+    assert format_event(event) == \
+        "UPDATE shop.orders {id=1} (handle key only: the row was over max-message-bytes)"
+
+
 def test_watermark_and_ddl_show_the_wall_time_of_their_tso():
     tso = tso_from_unix_ms(NEW_YEAR_MS + 22) | 7  # logical part 7 does not change the wall time
     assert format_event(WatermarkEvent(tso)) == f"WATERMARK  ts={tso} (2026-01-01 00:00:00.022 UTC)"

@@ -79,6 +79,8 @@ def format_event(event, enum_set_columns: Mapping[str, MySQLType] | None = None)
         return "{" + ", ".join(f"{k}={show(k, v)}" for k, v in values.items()) + "}"
 
     where = f"{event.database}.{event.table}"
+    if event.handle_key_only:  # TiCDC sent the row's key alone: it was over max-message-bytes
+        return f"{event.type:<6} {where} {row(event.columns)} (handle key only: the row was over max-message-bytes)"
     if event.type == "UPDATE" and event.old is not None:
         changed = {k: f"{show(k, event.old.get(k))} -> {show(k, v)}" for k, v in event.columns.items()
                    if k in event.old and event.old[k] != v}
