@@ -402,3 +402,25 @@ def test_an_update_of_the_key_is_a_delete_and_an_insert_unless_output_raw_change
     else:  # TiCDC's default: consumers keyed by the key drop the old row
         assert [(e.type, e.columns["id"]) for e in events] == [("INSERT", 1), ("DELETE", 1), ("INSERT", 9)]
         assert events[1].columns == row_columns(row(1))
+
+
+def test_a_changefeed_files_dispatcher_and_column_selectors_take_effect(spark, broker, topic, tmp_path):
+    changefeed = tmp_path / "changefeed.toml"
+    changefeed.write_text(f"""
+[filter]
+rules = ['shop.*']
+
+[sink]
+protocol = "canal-json"
+column-selectors = [{{matcher = ['shop.orders'], columns = ['*', '!amount']}}]
+dispatchers = [{{matcher = ['shop.*'], topic = "{topic}_{{table}}", partition = "columns", columns = ['id']}}]
+
+[sink.kafka-config.codec-config]
+enable-tidb-extension = true
+""")
+    options = {"kafka.bootstrap.servers": broker.bootstrap_servers, "changefeed-config": str(changefeed),
+               "database": "shop", "table": "orders", "primary-key": "id"}
+    write_batch(spark, [row(1), row(2, ts=1)], options, partitions=1)
+    events = [e for _, e in decoded(broker, f"{topic}_orders", expect=2 + 3) if isinstance(e, RowEvent)]
+    assert [set(e.columns) for e in events] == [{"id", "name", "seen"}] * 2
+    assert sorted(e.commit_ts for e in events) == [BASE_TS, BASE_TS + 1]  # the TiDB extension is on

@@ -18,6 +18,7 @@ from typing import Mapping
 from urllib.parse import parse_qsl, unquote, urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from .changefeed import changefeed_options
 from .codec import PROTOCOL_OPTIONS
 from .codec.shared.schema_registry import RegistryOptions
 from .config import (DELIVERY_MODES, DISPATCHERS, LARGE_MESSAGE_OPTIONS, LARGE_MESSAGE_PROTOCOLS, ORDER_CHECKS,
@@ -54,7 +55,7 @@ _URI_IGNORED_PARAMETERS = frozenset(
 
 _SINK_OPTIONS = SinkConfig.option_fields()
 _PROTOCOL_OPTION_NAMES = {name for options in PROTOCOL_OPTIONS.values() for name in options.option_fields()}
-KNOWN_OPTIONS = tuple(sorted(set(_SINK_OPTIONS) | _PROTOCOL_OPTION_NAMES | {"sink-uri"}))
+KNOWN_OPTIONS = tuple(sorted(set(_SINK_OPTIONS) | _PROTOCOL_OPTION_NAMES | {"sink-uri", "changefeed-config"}))
 
 
 def parse_sink_uri(uri: str) -> tuple[dict[str, str], dict[str, str]]:
@@ -119,6 +120,13 @@ def parse_options(options: Mapping[str, str], *, reading: bool = False) -> SinkC
                 raise ConfigError("sink-uri", given["sink-uri"], f"unknown parameter {key!r}; {_suggest(key)}")
         values.update(uri_options)
         kafka.update(uri_kafka)
+    if "changefeed-config" in given:  # the file's [sink] settings, under every option given beside it
+        path = given.pop("changefeed-config")
+        from_file = changefeed_options(path, given.get("database", values.get("database")),
+                                       given.get("table", values.get("table")))
+        if "partition" in given or "partition" in values:  # a dispatcher given beside replaces the file's whole
+            from_file = {k: v for k, v in from_file.items() if k not in ("partition-columns", "partition-index")}
+        given = {**{k: v for k, v in from_file.items() if k not in values}, **given}
 
     for key, value in given.items():
         if key == "sink-uri" or key in SPARK_OWN_OPTIONS:

@@ -1,0 +1,63 @@
+"""``changefeed-config``: a TiCDC changefeed's TOML file as the sink's options (``ticdc_sink/changefeed.py``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ticdc_sink.errors import ConfigError
+from ticdc_sink.options import parse_options
+
+SHOP = Path(__file__).parent / "changefeeds" / "shop.toml"
+
+
+def parse(path: Path = SHOP, **options):
+    return parse_options({"kafka.bootstrap.servers": "broker:9092", "changefeed-config": str(path),
+                          "database": "shop", "table": "orders", "primary-key": "id", **options})
+
+
+def test_the_sink_section_of_a_changefeed_file_becomes_the_options():
+    config = parse()
+    assert (config.protocol, config.topic, config.partition, config.partition_columns) == \
+        ("canal-json", "tidb_{schema}_{table}", "columns", ("id",))  # the first dispatcher matching shop.orders
+    assert json.loads(config.column_selectors) == [{"matcher": ["shop.orders"], "columns": ["*", "!secret"]}]
+    assert config.max_message_bytes == 1048576 and config.output_raw_change_event
+    assert config.large_message_handle_option == "handle-key-only"
+    assert config.protocol_options.enable_tidb_extension
+    assert config.protocol_options.delete_only_output_handle_key_columns
+
+
+def test_options_given_beside_the_file_win():
+    config = parse(**{"max-message-bytes": "2000", "topic": "orders", "partition": "table"})
+    assert (config.max_message_bytes, config.topic, config.partition) == (2000, "orders", "table")
+    assert parse(table="audit").topic == "audit"  # another table, another dispatcher
+
+
+@pytest.mark.parametrize("toml, says", [
+    ("[sink]\nintegrity = {integrity-check-level = 'correctness'}", "sink.integrity is not supported by the sink"),
+    ("[sink.kafka-config]\nsasl-user = 'u'", "sink.kafka-config.sasl-user: Kafka client settings are given as "
+                                               "kafka.<librdkafka setting> options"),
+    ("[sink.kafka-config.codec-config]\navro-enable-watermark = true",
+     "codec-config.avro-enable-watermark: the sink does not support it"),
+    ("[sink.kafka-config.large-message-handle]\nclaim-check-storage-uri = 'file:///tmp/cc'",
+     "claim-check-storage-uri: the sink does not support it yet"),
+    ("[sink]\nprotocol = ", "not a TOML file"),
+])
+def test_a_key_the_sink_cannot_honour_is_refused_in_one_line_naming_it(tmp_path, toml, says):
+    path = tmp_path / "changefeed.toml"
+    path.write_text(toml)
+    with pytest.raises(ConfigError, match="changefeed-config") as info:
+        parse(path, protocol="canal-json", topic="t")
+    assert says in str(info.value) and "\n" not in str(info.value)
+
+
+def test_dispatchers_need_the_written_tables_name():
+    with pytest.raises(ConfigError, match="give the options database and table"):
+        parse_options({"kafka.bootstrap.servers": "b:9092", "changefeed-config": str(SHOP), "topic": "t"})
+
+
+def test_a_missing_file_is_named():
+    with pytest.raises(ConfigError, match="cannot read the changefeed file"):
+        parse(Path("/nonexistent/changefeed.toml"))

@@ -1,0 +1,146 @@
+"""``changefeed-config``: a TiCDC changefeed's TOML file, whose ``[sink]`` section becomes the sink's options.
+
+The keys and their nesting are TiCDC's ``pkg/config/sink.go`` (pingcap/ticdc):
+``protocol``, ``column-selectors``, ``delete-only-output-handle-key-columns``
+and the other row settings under ``[sink]``; ``max-message-bytes``,
+``partition-num``, ``replication-factor``, ``output-raw-change-event`` and
+``[sink.kafka-config.large-message-handle]`` under ``[sink.kafka-config]``;
+the codec's settings under ``[sink.kafka-config.codec-config]``.  Of the
+``[[sink.dispatchers]]``, the first whose ``matcher`` matches the written
+table (the ``database`` and ``table`` options) gives ``topic``, ``partition``,
+``index`` and ``columns``.  Other sections of the file (``[filter]``,
+``[mounter]``, ...) are the changefeed's, not the sink's.  A ``[sink]`` key
+the sink cannot honour is refused, naming it and why; one that changes
+nothing in the messages (how TiCDC schedules its own work) is passed over.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError
+from .table.filters import FilterSyntaxError, TableFilter
+
+log = logging.getLogger(__name__)
+OPTION = "changefeed-config"
+
+# [sink] keys that are sink options of the same name.
+_SINK_KEYS = ("protocol", "schema-registry", "only-output-updated-columns", "delete-only-output-handle-key-columns",
+              "content-compatible", "debezium-disable-schema", "send-bootstrap-interval-in-sec",
+              "send-bootstrap-in-msg-count", "send-bootstrap-to-all-partition")
+_KAFKA_KEYS = ("max-message-bytes", "partition-num", "replication-factor", "output-raw-change-event")
+_CODEC_KEYS = ("enable-tidb-extension", "max-batch-size", "avro-decimal-handling-mode",
+               "avro-bigint-unsigned-handling-mode", "encoding-format")
+# Keys that change nothing in the messages: how TiCDC schedules, retries or names its own work.
+_PASSED_OVER = {
+    "sink": {"encoder-concurrency", "advance-timeout-in-sec", "enable-kafka-sink-v2", "transaction-atomicity",
+             "safe-mode", "send-all-bootstrap-at-start", "mysql-config", "pulsar-config", "cloud-storage-config",
+             "csv", "terminator", "date-separator", "enable-partition-separator", "file-index-digit"},
+    "kafka-config": {"kafka-version", "kafka-client-id", "dial-timeout", "write-timeout", "read-timeout",
+                     "auto-create-topic"},
+}
+_WHY_NOT = {
+    "kafka-config": "Kafka client settings are given as kafka.<librdkafka setting> options beside the file",
+    "codec-config": "the sink does not support it",
+    "large-message-handle": "the sink does not support it yet (large-message-handle-option is)",
+}
+
+
+def changefeed_options(path: str, database: str | None, table: str | None) -> dict[str, str]:
+    """The sink options the ``[sink]`` section of the changefeed file at ``path`` sets, for the table
+    ``database.table`` (which chooses the dispatcher)."""
+    try:
+        document = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as e:
+        raise ConfigError(OPTION, path, f"cannot read the changefeed file: {e.strerror}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(OPTION, path, f"not a TOML file: {e}") from None
+    sink = document.get("sink", {})
+    options: dict[str, str] = {}
+    for key, value in sink.items():
+        if key in _SINK_KEYS:
+            options[key] = _text(value)
+        elif key == "column-selectors":
+            options[key] = json.dumps(value)
+        elif key == "kafka-config":
+            options.update(_kafka_config(path, value))
+        elif key == "dispatchers":
+            options.update(_dispatcher(path, value, database, table))
+        elif key == "open":
+            _refuse_unless(path, "sink.open.output-old-value", value.get("output-old-value", True), True,
+                           "the sink sends old values as the input's _before column says")
+        elif key in _PASSED_OVER["sink"]:
+            log.info("changefeed-config: sink.%s changes nothing in the messages; passed over", key)
+        else:
+            raise ConfigError(OPTION, path, f"sink.{key} is not supported by the sink")
+    return options
+
+
+def _kafka_config(path: str, config: dict) -> dict[str, str]:
+    options: dict[str, str] = {}
+    for key, value in config.items():
+        if key in _KAFKA_KEYS:
+            options[key] = _text(value)
+        elif key == "codec-config":
+            for codec_key, codec_value in value.items():
+                if codec_key not in _CODEC_KEYS:
+                    raise ConfigError(OPTION, path, f"sink.kafka-config.codec-config.{codec_key}: "
+                                                    f"{_WHY_NOT['codec-config']}")
+                options[codec_key] = _text(codec_value)
+        elif key == "large-message-handle":
+            for large_key, large_value in value.items():
+                if large_key == "large-message-handle-option":
+                    options[large_key] = _text(large_value)
+                elif not (large_key == "large-message-handle-compression" and large_value in ("", "none")):
+                    raise ConfigError(OPTION, path, f"sink.kafka-config.large-message-handle.{large_key}: "
+                                                    f"{_WHY_NOT['large-message-handle']}")
+        elif key in _PASSED_OVER["kafka-config"]:
+            log.info("changefeed-config: sink.kafka-config.%s changes nothing in the messages; passed over", key)
+        else:
+            raise ConfigError(OPTION, path, f"sink.kafka-config.{key}: {_WHY_NOT['kafka-config']}")
+    return options
+
+
+def _dispatcher(path: str, rules: list, database: str | None, table: str | None) -> dict[str, str]:
+    """The options of the first dispatcher rule that matches the table."""
+    if database is None or table is None:
+        raise ConfigError(OPTION, path, "its dispatchers choose a rule by the written table: give the options "
+                                        "database and table")
+    for rule in rules:
+        try:
+            matched = TableFilter(list(rule.get("matcher", []))).matches(database, table)
+        except FilterSyntaxError as e:
+            raise ConfigError(OPTION, path, f"sink.dispatchers: {e}") from None
+        if not matched:
+            continue
+        if "partition" in rule and "dispatcher" in rule:
+            raise ConfigError(OPTION, path, f"dispatcher and partition cannot be configured both for rule: {rule}")
+        options = {}
+        if rule.get("topic"):
+            options["topic"] = str(rule["topic"])
+        partition = rule.get("partition", rule.get("dispatcher"))
+        if partition:
+            options["partition"] = str(partition)
+        if rule.get("index"):
+            options["partition-index"] = str(rule["index"])
+        if rule.get("columns"):
+            options["partition-columns"] = ",".join(rule["columns"])
+        unknown = set(rule) - {"matcher", "topic", "partition", "dispatcher", "index", "columns"}
+        if unknown:
+            raise ConfigError(OPTION, path, f"sink.dispatchers.{sorted(unknown)[0]} is not supported by the sink")
+        return options
+    return {}
+
+
+def _refuse_unless(path: str, key: str, value: Any, supported: Any, why: str) -> None:
+    if value != supported:
+        raise ConfigError(OPTION, path, f"{key} = {_text(value)} is not supported: {why}")
+
+
+def _text(value: Any) -> str:
+    """A TOML value as the sink's options spell it."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
