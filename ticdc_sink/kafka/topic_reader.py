@@ -133,7 +133,7 @@ def iter_range_batches(consumer, topic: str, partition: int, start: int, end: in
 def _within(batch: list, end: int, topic: str, partition: int) -> tuple[list, bool]:
     """The messages of a consumed batch before ``end``, and whether the batch reached ``end`` (a message or a
     partition end at or past it).  A partition end short of ``end`` is passed over; another error raises."""
-    if batch[-1].error() is None and batch[-1].offset() < end and all(m.error() is None for m in batch):
+    if batch[-1].offset() < end and all(m.error() is None for m in batch):
         return batch, False
     messages = []
     for message in batch:

@@ -24,6 +24,7 @@ from ..dispatch import PartitionDispatcher, TopicRouter, route
 from ..errors import ConfigError
 from ..kafka.producer import KafkaOutput
 from ..kafka.transactions import TransactionalOutput
+from ..table.schema import TableSchema
 from ..table.selectors import OPTION, ColumnSelection, parse_column_selectors
 from .bootstrap import TaskBootstraps
 from .costs import StageClock
@@ -48,9 +49,8 @@ class WritePlan:
         # Building the codec and dispatcher here surfaces their option errors before any task runs.
         encoder_for(config, plan.layout.table)
         PartitionDispatcher(config, plan.layout.table)
-        if config.column_selectors and not (plan.layout.has_schema or plan.layout.has_table):
-            selection = ColumnSelection(parse_column_selectors(config.column_selectors), plan.layout.table,
-                                        config.partition_columns)
+        selection = _column_selection(config, plan.layout.table)
+        if selection is not None and not (plan.layout.has_schema or plan.layout.has_table):
             encoder_for(config, selection.table_for(config.database, config.table))
         return plan
 
@@ -174,10 +174,9 @@ class SelectedEncoders:
     """The encoder of each shape the task's rows take under ``column-selectors``: the table's own, and one per
     selection met, made when first needed (with the table's bootstrap schedule) and closed with the task."""
 
-    def __init__(self, config: SinkConfig, table, encoder: Encoder, due):
+    def __init__(self, config: SinkConfig, table: TableSchema, encoder: Encoder, due):
         self.config, self._due = config, due
-        self._selection = (ColumnSelection(parse_column_selectors(config.column_selectors), table,
-                                           config.partition_columns) if config.column_selectors else None)
+        self._selection = _column_selection(config, table)
         self._main, self._by_shape = encoder, {table: encoder}
         self._opened: list[Encoder] = []
 
@@ -207,6 +206,13 @@ class SelectedEncoders:
         for encoder in self._opened:
             if isinstance(encoder, UsesSchemaRegistry):
                 encoder.close_registry()
+
+
+def _column_selection(config: SinkConfig, table: TableSchema) -> ColumnSelection | None:
+    """The table's column selection under ``column-selectors``, or None without them."""
+    if not config.column_selectors:
+        return None
+    return ColumnSelection(parse_column_selectors(config.column_selectors), table, config.partition_columns)
 
 
 def _commit(output: TransactionalOutput, task: TaskIdentity, earlier, report: TaskReport) -> None:

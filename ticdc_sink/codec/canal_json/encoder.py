@@ -13,7 +13,6 @@ partition 0; TIDB_WATERMARK events exist only with ``enable-tidb-extension``.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import numpy as np
@@ -76,13 +75,13 @@ class CanalJSONEncoder(Encoder):
             f"{q}:{quote_json(type_name(c))}" for q, c in zip(self._quoted_names, table.columns)) + "}"
         self._java_types = [java_sql_type(c) for c in table.columns]
         # TiCDC's delete-only-output-handle-key-columns: a DELETE's sqlType, mysqlType and data name the handle
-        # key only (and carry no onlyHandleKey mark), as the same encoder renders the table's handle-key shape.
+        # key only (and carry no onlyHandleKey mark), as the same encoder renders the table's handle-key shape;
+        # nothing to do where the table is that shape already (the encoder of ``handle_key_only``).
         self._handle_key_deletes = None
-        if self.options.delete_only_output_handle_key_columns:
-            shape = handle_key_table(table, "delete-only-output-handle-key-columns")
-            options = dataclasses.replace(self.options, delete_only_output_handle_key_columns=False)
-            self._handle_key_deletes = CanalJSONEncoder(dataclasses.replace(config, protocol_options=options), shape,
-                                                        clock=self.clock)
+        shape = handle_key_table(table, "delete-only-output-handle-key-columns") \
+            if self.options.delete_only_output_handle_key_columns else table
+        if len(shape.columns) < len(table.columns):
+            self._handle_key_deletes = CanalJSONEncoder(config, shape, clock=self.clock)
 
     # -- rows
 

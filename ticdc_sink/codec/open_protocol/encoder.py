@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import struct
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -25,11 +24,11 @@ from ...config import SinkConfig
 from ...ddl import ACTION_CODES, DDLChange
 from ...dispatch import Routing
 from ...errors import ContractError
-from ...kafka.messages import BROADCAST, MESSAGE_OVERHEAD, Messages, byte_lengths
-from ...render import at_rows, float_json_numbers, join, string_scalar, value_text
+from ...kafka.messages import BROADCAST, Messages
+from ...render import float_json_numbers, join, string_scalar, value_text
 from ...table.schema import Column, TableSchema
 from ..base import Encoder
-from ..shared.assembly import at_updates, check_sizes, handle_key_table
+from ..shared.assembly import at_updates, check_sizes, handle_key_table, oversized_as_handle_key_only
 from ..shared.ddl_types import ddl_type
 from ..shared.json_text import (PLAIN, bare_fragments, base64_fragments, changed_members_object, concat,
                                 go_quoted_fragments, json_fragments, object_parts, quote_json, quoted_names_of)
@@ -42,6 +41,7 @@ _EMPTY_VALUE = struct.pack(">Q", 0)  # a resolved event's value: one event of le
 
 
 _FRAME_OVERHEAD = 8 + 16  # an event framed alone: the version, and its key's and value's lengths
+
 
 class OpenProtocolEncoder(Encoder):
     """Open Protocol frames for one table shape, built a batch at a time."""
@@ -60,15 +60,11 @@ class OpenProtocolEncoder(Encoder):
 
     def encode_rows(self, batch: ChangeBatch, routing: Routing) -> Messages:
         """The batch's events packed per partition, in commit-ts order within each."""
-        keys, values = self.event_keys(batch), self.event_values(batch)
-        if self.config.large_message_handle_option == "handle-key-only":
-            # TiCDC sizes each event before it packs them: its key and value, framed alone.
-            over = byte_lengths(keys) + byte_lengths(values) + MESSAGE_OVERHEAD + _FRAME_OVERHEAD \
-                > self.config.max_message_bytes
-            if over.any():
-                rows = batch.rows(np.flatnonzero(over))
-                keys = at_rows(keys, over, self.handle_key_only.event_keys(rows), batch.num_rows)
-                values = at_rows(values, over, self.handle_key_only.event_values(rows), batch.num_rows)
+        # TiCDC sizes each event before it packs them: its key and value, framed alone.
+        keys, values = oversized_as_handle_key_only(
+            self.config, batch, self.event_keys(batch), self.event_values(batch),
+            lambda rows: (self.handle_key_only.event_keys(rows), self.handle_key_only.event_values(rows)),
+            framing=_FRAME_OVERHEAD)
         messages = pack_events(keys, values, routing, self.options.max_batch_size, self.config.max_message_bytes)
         check_sizes(self.config, messages, batch)
         return messages

@@ -20,20 +20,31 @@ def row_messages(config: SinkConfig, batch: ChangeBatch, routing: Routing, keys:
                  values: pa.Array, handle_key_only: Callable[[ChangeBatch], tuple] | None = None) -> Messages:
     """One message per row of ``batch`` (its key or none, its value or none), where ``routing`` sends the row.
 
-    With large-message-handle-option=handle-key-only, a row whose message is over max-message-bytes gets the
-    (key, value) ``handle_key_only`` gives the batch of such rows instead (TiCDC's encoders do it per row).
+    ``handle_key_only``: the (keys, values) of a batch's rows as their handle key alone, for the rows over
+    max-message-bytes (``oversized_as_handle_key_only``; TiCDC's encoders do it per row).
     """
-    if handle_key_only is not None and config.large_message_handle_option == "handle-key-only":
-        sizes = byte_lengths(values) + (0 if keys is None else byte_lengths(keys)) + MESSAGE_OVERHEAD
-        over = sizes > config.max_message_bytes
-        if over.any():
-            small_keys, small_values = handle_key_only(batch.rows(np.flatnonzero(over)))
-            values = at_rows(values, over, small_values, batch.num_rows)
-            keys = keys if keys is None else at_rows(keys, over, small_keys, batch.num_rows)
+    if handle_key_only is not None:
+        keys, values = oversized_as_handle_key_only(config, batch, keys, values, handle_key_only)
     messages = Messages(routing.topics, routing.topic_of_message, routing.partition_of_row, keys, values,
                         np.arange(batch.num_rows))
     check_sizes(config, messages, batch)
     return messages
+
+
+def oversized_as_handle_key_only(config: SinkConfig, batch: ChangeBatch, keys: pa.Array | None, values: pa.Array,
+                                 handle_key_only: Callable[[ChangeBatch], tuple], framing: int = 0) -> tuple:
+    """``(keys, values)`` of the batch's rows, where large-message-handle-option=handle-key-only, with each row
+    whose message is over max-message-bytes (its key, its value, TiCDC's overhead and ``framing``) given what
+    ``handle_key_only`` makes of those rows instead."""
+    if config.large_message_handle_option != "handle-key-only":
+        return keys, values
+    sizes = byte_lengths(values) + (0 if keys is None else byte_lengths(keys)) + MESSAGE_OVERHEAD + framing
+    over = sizes > config.max_message_bytes
+    if not over.any():
+        return keys, values
+    small_keys, small_values = handle_key_only(batch.rows(np.flatnonzero(over)))
+    return (None if keys is None else at_rows(keys, over, small_keys, batch.num_rows),
+            at_rows(values, over, small_values, batch.num_rows))
 
 
 def check_sizes(config: SinkConfig, messages: Messages, batch: ChangeBatch) -> None:
