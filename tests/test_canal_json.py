@@ -8,6 +8,7 @@ encoder's clock is fixed at each example's ``ts`` (the moment of encoding).
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import json
 from decimal import Decimal
@@ -17,13 +18,15 @@ import numpy as np
 import pytest
 from pyspark.sql import types as T
 
-from changefeed import build, schema
+from changefeed import BASE_OPTIONS, build, schema
 from ticdc_sink.codec import decoder_for, encoder_for
 from ticdc_sink.codec.base import DDLEvent, WatermarkEvent
+from ticdc_sink.codec.shared.compression import decompress
 from ticdc_sink.ddl import DDLChange, classify
 from ticdc_sink.dispatch import Routing
 from ticdc_sink.errors import ConfigError, ContractError, MessageTooLargeError
 from ticdc_sink.kafka.messages import BROADCAST
+from ticdc_sink.options import parse_options
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "canal-json"
 BUILD_MS = 1639633142960
@@ -404,6 +407,54 @@ def test_a_row_over_max_message_bytes_becomes_ticdcs_handle_key_only_message():
     assert message.encode() == golden("dml-insert-handle-key-only.json")
     [event] = decode(message)
     assert event.handle_key_only and event.columns == {"id": 2}
+
+
+CLAIM_CHECK_UUID = "6ba7b810-9dad-41d1-80b4-00c04fd430c8"
+
+
+@pytest.fixture
+def fixed_uuid(monkeypatch):
+    """Claim-check objects named by one known UUID (TiCDC's are random)."""
+    monkeypatch.setattr("ticdc_sink.codec.shared.claim_check.uuid.uuid4", lambda: CLAIM_CHECK_UUID)
+
+
+def test_with_claim_check_a_row_over_max_message_bytes_is_kept_whole_and_its_message_points_at_it(tmp_path,
+                                                                                                 fixed_uuid):
+    row = {**TP_INT_ROW, "_commit_ts": DOC_COMMIT_TS}
+    full = len(golden("dml-insert-tidb-extension.json")) + 36
+    uri = f"file://{tmp_path}/claims/"  # one trailing slash trimmed, as TiCDC does
+    options = dict(enable_tidb_extension="true", large_message_handle_option="claim-check",
+                   claim_check_storage_uri=uri, **TP_INT_OPTIONS)
+    [message] = sent(TP_INT, [row], max_message_bytes=full - 1, **options)
+    golden_uri = "file:///tmp/canal-json-claim-check"
+    assert message.replace(uri[:-1], golden_uri).encode() == golden("dml-insert-claim-check.json")
+    [kept] = (tmp_path / "claims").iterdir()
+    assert kept.name == f"{CLAIM_CHECK_UUID}.json"
+    whole = base64.b64encode(golden("dml-insert-tidb-extension.json")).decode()
+    assert kept.read_bytes() == b'{"key":null,"value":"' + whole.encode() + b'"}'
+    # A reader with no claim-check-storage-uri reads where the location says; with one, the name in its own.
+    for reader in ({}, {"claim-check-storage-uri": f"file://{tmp_path}/claims"}):
+        config = parse_options({**BASE_OPTIONS, "enable-tidb-extension": "true", **reader}, reading=True)
+        [event] = decoder_for(config).decode(None, message.encode())
+        assert not event.handle_key_only and event.columns == {**TP_INT_ROW}
+    sent(TP_INT, [row], max_message_bytes=full, **options)
+    assert len(list((tmp_path / "claims").iterdir())) == 1  # at the limit the message goes whole: nothing kept
+
+
+def test_claim_check_raw_value_keeps_the_compressed_message_alone(tmp_path):
+    row = {**TP_INT_ROW, "_commit_ts": DOC_COMMIT_TS}
+    options = dict(enable_tidb_extension="true", large_message_handle_option="claim-check",
+                   claim_check_storage_uri=f"file://{tmp_path}", claim_check_raw_value="true",
+                   large_message_handle_compression="lz4", **TP_INT_OPTIONS)
+    [whole] = sent(TP_INT, [row], **{**options, "large_message_handle_option": "none"})
+    [message] = sent(TP_INT, [row], max_message_bytes=len(whole) + 35, **options)  # compressed, one byte over
+    [kept] = tmp_path.iterdir()
+    assert decompress(kept.read_bytes(), "lz4") == golden("dml-insert-tidb-extension.json")
+    config = parse_options({**BASE_OPTIONS, "enable-tidb-extension": "true", "claim-check-raw-value": "true",
+                            "large-message-handle-compression": "lz4",
+                            "claim-check-storage-uri": f"file://{tmp_path}"}, reading=True)
+    [event] = decoder_for(config).decode(None, message)
+    assert event.columns == TP_INT_ROW
 
 
 def test_a_handle_key_only_message_still_over_max_message_bytes_fails_naming_the_row():

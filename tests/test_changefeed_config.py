@@ -41,8 +41,8 @@ def test_options_given_beside_the_file_win():
                                                "kafka.<librdkafka setting> options"),
     ("[sink.kafka-config.codec-config]\navro-enable-watermark = true",
      "codec-config.avro-enable-watermark: the sink does not support it"),
-    ("[sink.kafka-config.large-message-handle]\nclaim-check-storage-uri = 'file:///tmp/cc'",
-     "claim-check-storage-uri: the sink does not support it yet"),
+    ("[sink.kafka-config.large-message-handle]\nclaim-check-compression = 'lz4'",
+     "large-message-handle.claim-check-compression: not a key of TiCDC's large-message-handle"),
     ("[sink]\nprotocol = ", "not a TOML file"),
 ])
 def test_a_key_the_sink_cannot_honour_is_refused_in_one_line_naming_it(tmp_path, toml, says):
@@ -51,6 +51,17 @@ def test_a_key_the_sink_cannot_honour_is_refused_in_one_line_naming_it(tmp_path,
     with pytest.raises(ConfigError, match="changefeed-config") as info:
         parse(path, protocol="canal-json", topic="t")
     assert says in str(info.value) and "\n" not in str(info.value)
+
+
+def test_ticdcs_own_claim_check_changefeed_file_applies_as_it_is(tmp_path):
+    path = tmp_path / "changefeed.toml"  # tests/integration_tests/canal_json_claim_check/conf/changefeed.toml
+    path.write_text('[sink.kafka-config.large-message-handle]\nlarge-message-handle-compression = "snappy"\n'
+                    'large-message-handle-option = "claim-check"\n'
+                    'claim-check-storage-uri = "file:///tmp/canal-json-claim-check"\n')
+    config = parse(path, protocol="canal-json", topic="t", **{"enable-tidb-extension": "true"})
+    assert (config.large_message_handle_option, config.large_message_handle_compression,
+            config.claim_check_storage_uri, config.claim_check_raw_value) == \
+        ("claim-check", "snappy", "file:///tmp/canal-json-claim-check", False)
 
 
 def test_dispatchers_need_the_written_tables_name():

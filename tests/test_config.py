@@ -937,8 +937,29 @@ def test_large_message_handling_in_canal_json_needs_the_tidb_extension():
     assert config.large_message_handle_option == "handle-key-only"
 
 
-def test_claim_check_and_unknown_large_message_options_are_refused():
-    assert "claim-check is not supported by the sink yet" in str(
-        error(with_base(**{"protocol": "simple", "large-message-handle-option": "claim-check"})))
+def test_claim_check_needs_a_storage_and_takes_no_raw_value_in_open_protocol_as_in_ticdc():
+    err = error(with_base(**{"protocol": "simple", "large-message-handle-option": "claim-check"}))
+    assert err.option == "claim-check-storage-uri"
+    assert "large message handle is set to claim-check, but the claim-check-storage-uri is empty" in str(err)
+    err = error(with_base(**{"protocol": "open-protocol", "large-message-handle-option": "claim-check",
+                             "claim-check-storage-uri": "file:///tmp/c", "claim-check-raw-value": "true"}))
+    assert err.option == "claim-check-raw-value"
+    assert "raw value is not supported for the open protocol" in str(err)
+    config = parse(protocol="simple", large_message_handle_option="claim-check",
+                   claim_check_storage_uri="s3://bucket/cdc?region=us-east-1", claim_check_raw_value="true",
+                   large_message_handle_compression="LZ4")
+    assert (config.large_message_handle_option, config.claim_check_storage_uri, config.claim_check_raw_value,
+            config.large_message_handle_compression) == ("claim-check", "s3://bucket/cdc?region=us-east-1", True,
+                                                         "lz4")
+
+
+def test_compression_is_none_lz4_or_snappy_and_needs_no_large_message_option():
+    assert parse(protocol="debezium", large_message_handle_compression="snappy") \
+        .large_message_handle_compression == "snappy"
+    err = error(with_base(**{"protocol": "simple", "large-message-handle-compression": "zstd"}))
+    assert err.option == "large-message-handle-compression" and "expected one of none, lz4, snappy" in str(err)
+
+
+def test_unknown_large_message_options_are_refused():
     assert "expected one of none, handle-key-only, claim-check" in str(
         error(with_base(**{"protocol": "simple", "large-message-handle-option": "drop"})))

@@ -7,6 +7,7 @@ them; its README says where each comes from and what was adjusted.
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import json
 import struct
@@ -17,15 +18,17 @@ import numpy as np
 import pytest
 from pyspark.sql import types as T
 
-from changefeed import build, schema
+from changefeed import BASE_OPTIONS, build, schema
 from ticdc_sink.codec import decoder_for, encoder_for
 from ticdc_sink.codec.base import DDLEvent, RowEvent, WatermarkEvent
 from ticdc_sink.codec.shared.json_text import go_quote_body, go_unquote_body
-from ticdc_sink.codec.open_protocol.frames import split_frame
+from ticdc_sink.codec.open_protocol.frames import frame, split_frame
+from ticdc_sink.codec.shared.compression import compress
 from ticdc_sink.ddl import DDLChange, classify
 from ticdc_sink.dispatch import Routing
 from ticdc_sink.errors import ConfigError, ContractError, MessageTooLargeError
 from ticdc_sink.kafka.messages import BROADCAST
+from ticdc_sink.options import parse_options
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "open-protocol"
 TXN1, TXN2 = 415508878783938562, 415508881418485761  # the commit ts of the document's two transactions
@@ -388,3 +391,40 @@ def test_an_event_over_max_message_bytes_becomes_ticdcs_handle_key_only_event():
         assert split_frame(messages.keys[0].as_py()) == [key]
         assert split_frame(messages.values[0].as_py(), versioned=False) == [value]
     assert event.handle_key_only and event.columns == {"id": 1}
+
+
+def test_with_claim_check_an_event_is_kept_framed_and_its_key_points_at_it_as_ticdc_writes_it(tmp_path):
+    row = op("INSERT", TXN1, 1, "a" * 300)
+    _, _, whole = frames([row], [0])
+    [whole_key], [whole_value] = split_frame(whole.keys[0].as_py()), split_frame(whole.values[0].as_py(), False)
+    uri = f"file://{tmp_path}"
+    _, _, messages = frames([row], [0], max_message_bytes=len(whole_key) + len(whole_value) + 36 + 24 - 1,
+                            large_message_handle_option="claim-check", claim_check_storage_uri=uri)
+    [kept] = tmp_path.iterdir()
+    location = f"{uri}/{kept.name}"
+    # TiCDC marks the event handle-key-only and then not (ohk twice: a JSON reader takes the last), with ccl.
+    assert split_frame(messages.keys[0].as_py()) == [
+        b'{"ts":415508878783938562,"scm":"test","tbl":"t1","t":1,"ohk":true,"ohk":false,"ccl":"%s"}'
+        % location.encode()]
+    assert split_frame(messages.values[0].as_py(), versioned=False) == [b'{"u":{"id":{"t":3,"h":true,"f":11,"v":1}}}']
+    # The object: the event's key and value, each framed as a message of its own (version, lengths).
+    stored = json.loads(kept.read_bytes())
+    assert base64.b64decode(stored["key"]) == struct.pack(">QQ", 1, len(whole_key)) + whole_key
+    assert base64.b64decode(stored["value"]) == struct.pack(">Q", len(whole_value)) + whole_value
+    [event] = decode(messages.keys[0].as_py(), messages.values[0].as_py())
+    assert not event.handle_key_only and event.columns == {"id": 1, "val": "a" * 300}
+
+
+@pytest.mark.parametrize("compression, stored", [("none", "open-protocol-claim-check-object.json"),
+                                                 ("lz4", "open-protocol-claim-check-object.lz4.json"),
+                                                 ("snappy", "open-protocol-claim-check-object.snappy.json")])
+def test_decoder_reads_the_claim_check_objects_ticdcs_libraries_write(compression, stored, tmp_path):
+    name = "6ba7b810-9dad-41d1-80b4-00c04fd430c8.json"
+    (tmp_path / name).write_bytes((GOLDEN.parent / "compression" / stored).read_bytes())
+    key = frame([b'{"ts":1,"scm":"test","tbl":"t","t":1,"ohk":true,"ohk":false,"ccl":"s3://elsewhere/p/%s"}'
+                 % name.encode()])
+    value = frame([compress(b'{"u":{"id":{"t":3,"h":true,"f":11,"v":1}}}', compression)], versioned=False)
+    config = parse_options({**BASE_OPTIONS, "protocol": "open-protocol", "large-message-handle-compression": compression,
+                            "claim-check-storage-uri": f"file://{tmp_path}"}, reading=True)
+    [event] = decoder_for(config).decode(key, value)  # the name, read from the reader's own storage
+    assert (event.database, event.table, event.commit_ts, event.columns) == ("test", "t", 1, {"id": 1})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import json
 from pathlib import Path
@@ -12,6 +13,7 @@ from pyspark.sql import types as T
 
 from changefeed import build, configured, schema
 from ticdc_sink.codec import decoder_for
+from ticdc_sink.codec.simple.avro_wire import SimpleAvro
 from ticdc_sink.codec.simple.encoder import SimpleEncoder
 from ticdc_sink.codec.simple.table_schema import simple_table, table_id
 from ticdc_sink.dispatch import Routing
@@ -226,6 +228,30 @@ def test_a_row_over_max_message_bytes_becomes_ticdcs_handle_key_only_message(enc
     decoder.decode(None, to_bytes(simple.encode_bootstrap("simple", "user")))
     [event] = decoder.decode(None, to_bytes(small))
     assert event.handle_key_only and event.columns == {"id": 1} and event.type == "INSERT"
+
+
+@pytest.mark.parametrize("encoding", ["json", "avro"])
+def test_with_claim_check_a_row_over_max_message_bytes_points_at_its_whole_message(encoding, tmp_path):
+    row = {"_op": "INSERT", "_commit_ts": 447984084414103554, **JOHN, "name": "John Doe " * 20}
+    options = dict(large_message_handle_option="claim-check", encoding_format=encoding,
+                   claim_check_storage_uri=f"file://{tmp_path}")
+    [whole] = encode([row], 1708923662983, **options)
+    [small] = encode([row], 1708923662983, max_message_bytes=len(to_bytes(whole)) + 35, **options)
+    [kept] = tmp_path.iterdir()
+    location = f"file://{tmp_path}/{kept.name}"
+    assert json.loads(kept.read_bytes()) == {"key": None, "value": base64.b64encode(to_bytes(whole)).decode()}
+    simple, _ = encoder([row], encoding_format=encoding)
+    decoder = decoder_for("simple")
+    decoder.decode(None, to_bytes(simple.encode_bootstrap("simple", "user")))
+    if encoding == "json":  # TiCDC sets both: where the whole message is, and that this one has the key only
+        assert small == whole.replace('"data":{"age":"25","id":"1","name":"' + "John Doe " * 20 + '","score":"90.5"}',
+                                      f'"claimCheckLocation":"{location}","handleKeyOnly":true,"data":{{"id":"1"}}')
+    else:
+        document = SimpleAvro.read(small)
+        assert (document["claimCheckLocation"], document["handleKeyOnly"]) == (location, True)
+        assert document["data"].keys() == {"id"}
+    [event] = decoder.decode(None, to_bytes(small))
+    assert not event.handle_key_only and event.columns == {**JOHN, "name": "John Doe " * 20}
 
 
 def to_bytes(value: str | bytes) -> bytes:

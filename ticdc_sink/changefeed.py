@@ -43,10 +43,12 @@ _PASSED_OVER = {
     "kafka-config": {"kafka-version", "kafka-client-id", "dial-timeout", "write-timeout", "read-timeout",
                      "auto-create-topic"},
 }
+_LARGE_MESSAGE_KEYS = {"large-message-handle-option", "large-message-handle-compression", "claim-check-storage-uri",
+                       "claim-check-raw-value"}
 _WHY_NOT = {
     "kafka-config": "Kafka client settings are given as kafka.<librdkafka setting> options beside the file",
     "codec-config": "the sink does not support it",
-    "large-message-handle": "the sink does not support it yet (large-message-handle-option is)",
+    "large-message-handle": "not a key of TiCDC's large-message-handle",
 }
 
 
@@ -93,11 +95,11 @@ def _kafka_config(path: str, config: dict) -> dict[str, str]:
                 options[codec_key] = _text(codec_value)
         elif key == "large-message-handle":
             for large_key, large_value in value.items():
-                if large_key == "large-message-handle-option":
-                    options[large_key] = _text(large_value)
-                elif not (large_key == "large-message-handle-compression" and large_value in ("", "none")):
+                if large_key not in _LARGE_MESSAGE_KEYS:
                     raise ConfigError(OPTION, path, f"sink.kafka-config.large-message-handle.{large_key}: "
                                                     f"{_WHY_NOT['large-message-handle']}")
+                if large_value != "":  # TiCDC reads an empty one as its default
+                    options[large_key] = _text(large_value)
         elif key in _PASSED_OVER["kafka-config"]:
             log.info("changefeed-config: sink.kafka-config.%s changes nothing in the messages; passed over", key)
         else:

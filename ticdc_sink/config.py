@@ -23,6 +23,7 @@ DELIVERY_MODES = ("exactly-once", "at-least-once")
 ORDER_CHECKS = ("warn", "error", "off")
 LARGE_MESSAGE_OPTIONS = ("none", "handle-key-only", "claim-check")
 LARGE_MESSAGE_PROTOCOLS = ("canal-json", "open-protocol", "simple")  # TiCDC's pkg/config/large_message.go
+COMPRESSIONS = ("none", "lz4", "snappy")  # TiCDC's pkg/compression
 _AT_LEAST_ONE = {"minimum": 1}
 
 
@@ -36,9 +37,14 @@ class SinkConfig(OptionGroup):
     protocol_options: Any = field(default=None, metadata={APART: True})  # the protocol's own (its ``options.py``)
     default_topic: str | None = None
     max_message_bytes: int = field(default=10 * 1024 * 1024, metadata=_AT_LEAST_ONE)
-    # What a message over max-message-bytes becomes (TiCDC's large-message-handle-option): an error (none), or
-    # the row's handle-key columns only, marked so (handle-key-only).
+    # What a message over max-message-bytes becomes (TiCDC's large-message-handle-option): an error (none), the
+    # row's handle-key columns only, marked so (handle-key-only), or those and where the whole message is kept
+    # (claim-check, in claim_check_storage_uri: ``codec/shared/claim_check.py``).
     large_message_handle_option: str = "none"
+    # How message bytes are compressed, where TiCDC compresses them (``codec/shared/compression.py``).
+    large_message_handle_compression: str = "none"
+    claim_check_storage_uri: str | None = field(default=None, metadata={"verbatim": True})
+    claim_check_raw_value: bool = False  # the object is the message's value alone, not {"key","value"} JSON
     # TiCDC's output-raw-change-event: an UPDATE that changes a key goes as it is, not as a DELETE and an INSERT.
     output_raw_change_event: bool = False
     partition_num: int = field(default=3, metadata=_AT_LEAST_ONE)

@@ -20,9 +20,10 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from .changefeed import changefeed_options
 from .codec import PROTOCOL_OPTIONS
+from .codec.shared.claim_check import parse_storage_uri
 from .codec.shared.schema_registry import RegistryOptions
-from .config import (DELIVERY_MODES, DISPATCHERS, LARGE_MESSAGE_OPTIONS, LARGE_MESSAGE_PROTOCOLS, ORDER_CHECKS,
-                     PROTOCOLS, SinkConfig, parse_protocol)
+from .config import (COMPRESSIONS, DELIVERY_MODES, DISPATCHERS, LARGE_MESSAGE_OPTIONS, LARGE_MESSAGE_PROTOCOLS,
+                     ORDER_CHECKS, PROTOCOLS, SinkConfig, parse_protocol)
 from .errors import ConfigError
 from .option_values import parse_bool, parse_choice
 from .redact import mask
@@ -192,6 +193,11 @@ def _build(values: dict[str, str], kafka: dict[str, str], registry: dict[str, st
     if "large_message_handle_option" in parsed:
         parsed["large_message_handle_option"] = parse_choice(
             "large-message-handle-option", parsed["large_message_handle_option"], LARGE_MESSAGE_OPTIONS)
+    if "large_message_handle_compression" in parsed:
+        parsed["large_message_handle_compression"] = parse_choice(
+            "large-message-handle-compression", parsed["large_message_handle_compression"], COMPRESSIONS)
+    if parsed.get("claim_check_storage_uri") is not None:
+        parse_storage_uri(str(parsed["claim_check_storage_uri"]))  # refused here, before any task
     parsed["delivery"] = parse_choice("delivery", parsed.get("delivery", "exactly-once"), DELIVERY_MODES)
     prefix = parsed.get("transactional_id_prefix")
     if prefix is not None and not _TRANSACTIONAL_PREFIX.match(str(prefix)):
@@ -252,6 +258,9 @@ def _check_large_messages(config: SinkConfig, protocol_options) -> None:
         raise ConfigError("large-message-handle-option", option,
                           f"large message handle is set to {option}, protocol is canal-json, but "
                           "enable-tidb-extension is false: set enable-tidb-extension=true (the mark is in _tidb)")
-    if option == "claim-check":
-        raise ConfigError("large-message-handle-option", option,
-                          "claim-check is not supported by the sink yet; handle-key-only is")
+    if option == "claim-check" and not config.claim_check_storage_uri:
+        raise ConfigError("claim-check-storage-uri", None, "large message handle is set to claim-check, but the "
+                          "claim-check-storage-uri is empty: give a file:///path or s3://bucket/prefix URI")
+    if option == "claim-check" and config.claim_check_raw_value and config.protocol == "open-protocol":
+        raise ConfigError("claim-check-raw-value", "true", "large message handle is set to claim-check, raw value "
+                          "is not supported for the open protocol")

@@ -22,6 +22,7 @@ from .debezium.options import DebeziumOptions
 from .open_protocol.decoder import OpenProtocolDecoder
 from .open_protocol.encoder import OpenProtocolEncoder
 from .open_protocol.options import OpenProtocolOptions
+from .shared.claim_check import ClaimCheckStorage
 from .shared.schema_registry import SchemaRegistry, UsesSchemaRegistry
 from .simple.decoder import SimpleDecoder
 from .simple.encoder import SimpleEncoder
@@ -72,7 +73,10 @@ def open_encoder(config: SinkConfig, table: TableSchema | None) -> Iterator[Enco
 
 
 def check_services(config: SinkConfig) -> None:
-    """Fail at once, on the driver, when a service the protocol needs (a schema registry) cannot be used."""
+    """Fail at once, on the driver, when a service the sink needs (a schema registry, the claim-check storage)
+    cannot be used."""
+    if config.large_message_handle_option == "claim-check":
+        ClaimCheckStorage(config.claim_check_storage_uri, timeout_s=config.broker_timeout_ms / 1000).check()
     if issubclass(_codec(config.protocol)[0], UsesSchemaRegistry):
         registry = SchemaRegistry(_with_options(config))
         try:

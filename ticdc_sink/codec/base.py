@@ -19,6 +19,8 @@ from ..option_values import OptionGroup
 from ..table.mysql_types import MySQLType
 from ..table.schema import TableSchema
 from .shared.assembly import handle_key_table
+from .shared.claim_check import ClaimCheckStorage
+from .shared.compression import compress, compress_values, decompress
 
 Table = tuple[str, str]  # (database, table)
 
@@ -65,6 +67,31 @@ class Encoder(ABC):
                              clock=self.clock)
         encoder.marks_handle_key_only = True
         return encoder
+
+    def large_row_messages(self, rows: ChangeBatch, locations: pa.Array | None) -> tuple:
+        """``(keys, values)`` that stand for ``rows``, whose messages are over max-message-bytes: their handle key
+        alone, marked as handle-key-only, or with claim-check as pointing at ``locations`` (one per row).
+        Only the protocols of ``LARGE_MESSAGE_PROTOCOLS`` have them."""
+        raise NotImplementedError(f"{self.config.protocol} has no large-message handling")
+
+    def compressed(self, data: pa.Array | bytes | str) -> pa.Array | bytes | str:
+        """Messages (an array) or one message compressed by large-message-handle-compression: what TiCDC
+        compresses of this protocol's messages is each encoder's call."""
+        compression = self.config.large_message_handle_compression
+        return compress_values(data, compression) if isinstance(data, pa.Array) else compress(data, compression)
+
+    def keep_whole(self, key: bytes | None, value: bytes) -> str:
+        """Claim-check: a message kept whole in the storage before its transaction commits; its location."""
+        return self.claim_check.put(key, value)
+
+    @functools.cached_property
+    def claim_check(self) -> ClaimCheckStorage:
+        """The claim-check storage, opened at the first row that needs it (a local directory made)."""
+        config = self.config
+        storage = ClaimCheckStorage(config.claim_check_storage_uri, raw_value=config.claim_check_raw_value,
+                                    timeout_s=config.broker_timeout_ms / 1000)
+        storage.check()
+        return storage
 
     @abstractmethod
     def encode_rows(self, batch: ChangeBatch, routing: Routing) -> Messages:
@@ -177,6 +204,30 @@ class Decoder(ABC):
     def __init__(self, config: SinkConfig | None = None):
         self.config = config
         self.options = config.protocol_options if config is not None else None
+        self._storages: dict[str, ClaimCheckStorage] = {}
+
+    def decompressed(self, data: bytes) -> bytes:
+        """A message's bytes as the writer had them before large-message-handle-compression (the reader's setting
+        must be the writer's: nothing in a message says)."""
+        return data if self.config is None else decompress(data, self.config.large_message_handle_compression)
+
+    def decompressed_all(self, values: list[bytes]) -> list[bytes]:
+        """``decompressed``, message by message."""
+        if self.config is None or self.config.large_message_handle_compression == "none":
+            return values
+        return [self.decompressed(value) for value in values]
+
+    def claimed(self, location: str) -> tuple[bytes | None, bytes]:
+        """The key and value of a message kept whole by claim-check at ``location``: read from this reader's
+        claim-check-storage-uri, by the location's name (as TiCDC's consumers do), or where the location says."""
+        config = self.config
+        uri = config.claim_check_storage_uri if config is not None else None
+        root = uri or location.rsplit("/", 1)[0]
+        storage = self._storages.get(root)
+        if storage is None:
+            raw, timeout = (config.claim_check_raw_value, config.broker_timeout_ms / 1000) if config else (False, 30)
+            storage = self._storages[root] = ClaimCheckStorage(root, raw_value=raw, timeout_s=timeout)
+        return storage.get(location)
 
     @abstractmethod
     def decode(self, key: bytes | None, value: bytes | None) -> list[Event]:

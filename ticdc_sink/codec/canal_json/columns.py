@@ -20,12 +20,13 @@ def message_schema(names: list[str]) -> pa.Schema:
     return pa.schema([("database", pa.string()), ("table", pa.string()), ("isDdl", pa.bool_()),
                       ("type", pa.string()), ("data", row), ("old", row),
                       ("_tidb", pa.struct([("commitTs", pa.int64()), ("watermarkTs", pa.int64()),
-                                           ("onlyHandleKey", pa.bool_())]))])
+                                           ("onlyHandleKey", pa.bool_()),
+                                           ("claimCheckLocation", pa.string())]))])
 
 
 def decode_columns(values: list[bytes], types: dict[str, MySQLType]) -> MessageColumns | None:
-    """The messages a column at a time; None for a chunk with a DDL event (whose fields differ) or a handle-key-only
-    message, or one that Arrow cannot parse (it goes message by message, so that a bad one is named)."""
+    """The messages a column at a time; None for a chunk with a DDL event (whose fields differ), a handle-key-only
+    or claim-check message, or one that Arrow cannot parse (it goes message by message, so that a bad one is named)."""
     parsed = json_lines(values, message_schema(list(types)))
     if parsed is None or pc.any(parsed["isDdl"]).as_py():
         return None
@@ -33,6 +34,8 @@ def decode_columns(values: list[bytes], types: dict[str, MySQLType]) -> MessageC
         kind = parsed["type"].combine_chunks()
         extension = parsed["_tidb"].combine_chunks()
         if pc.any(pc.struct_field(extension, "onlyHandleKey")).as_py():  # message by message, to be named
+            return None
+        if pc.struct_field(extension, "claimCheckLocation").null_count < len(extension):  # to be fetched
             return None
         data = pc.list_element(parsed["data"].combine_chunks(), 0)
         old = pc.list_element(parsed["old"].combine_chunks(), 0)

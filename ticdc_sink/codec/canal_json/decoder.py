@@ -20,12 +20,14 @@ class CanalJSONDecoder(Decoder):
         return bool(self.options and self.options.enable_tidb_extension)
 
     def decode(self, key: bytes | None, value: bytes) -> list:
-        doc = json.loads(value)
+        doc = json.loads(self.decompressed(value))
         extension = doc.get("_tidb") or {}
         if doc.get("isDdl"):
             return [DDLEvent(doc["database"], doc["table"], doc["sql"], doc["type"], extension.get("commitTs"))]
         if doc.get("type") == "TIDB_WATERMARK":
             return [WatermarkEvent(extension["watermarkTs"])]
+        if extension.get("claimCheckLocation"):  # the row's whole message is in the claim-check storage
+            return self.decode(*self.claimed(extension["claimCheckLocation"]))
         types = doc.get("mysqlType") or {}
 
         def typed(row: dict | None) -> dict | None:
@@ -46,7 +48,7 @@ class CanalJSONDecoder(Decoder):
         )]
 
     def decode_columns(self, keys: list, values: list[bytes], types: dict) -> MessageColumns | None:
-        return decode_columns(values, types)
+        return decode_columns(self.decompressed_all(values), types)
 
     def _types_of(self, mysql_types: dict[str, str]) -> dict:
         key = tuple(mysql_types.items())

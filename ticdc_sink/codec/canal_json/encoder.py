@@ -85,8 +85,9 @@ class CanalJSONEncoder(Encoder):
 
     # -- rows
 
-    def encode_values(self, batch: ChangeBatch) -> pa.Array:
-        """One Canal-JSON document per row of the batch, as a string array."""
+    def encode_values(self, batch: ChangeBatch, locations: pa.Array | None = None) -> pa.Array:
+        """One Canal-JSON document per row of the batch, as a string array (``locations``: where claim-check
+        kept each row's whole message, for the encoder of ``handle_key_only``)."""
         build_ms = self.clock()
         columns = self.table.columns
         new_frags = [self._fragments(batch.columns[c.name], c) for c in columns]
@@ -111,8 +112,12 @@ class CanalJSONEncoder(Encoder):
             ',"data":', *object_parts(self._member_heads, new_frags, "[{", "}]"),
         ]
         if self.options.enable_tidb_extension:
-            mark = ',"onlyHandleKey":true' if self.marks_handle_key_only else ""
-            parts += [',"_tidb":{"commitTs":', pa.array(batch.commit_ts).cast(pa.string()), mark + "}"]
+            parts += [',"_tidb":{"commitTs":', pa.array(batch.commit_ts).cast(pa.string())]
+            if locations is not None:  # TiCDC's claim-check message is its handle-key-only one, unmarked, pointing
+                parts += [',"claimCheckLocation":', json_fragments(locations)]
+            elif self.marks_handle_key_only:
+                parts.append(',"onlyHandleKey":true')
+            parts.append("}")
         parts.append("}")
         values = concat(parts, batch.num_rows)
         if self._handle_key_deletes is not None and (is_delete := batch.ops == OP_DELETE).any():
@@ -122,8 +127,10 @@ class CanalJSONEncoder(Encoder):
 
     def encode_rows(self, batch: ChangeBatch, routing: Routing) -> Messages:
         """One message per row, without a key."""
-        return row_messages(self.config, batch, routing, None, self.encode_values(batch),
-                            lambda rows: (None, self.handle_key_only.encode_values(rows)))
+        return row_messages(self.config, batch, routing, None, self.compressed(self.encode_values(batch)), self)
+
+    def large_row_messages(self, rows: ChangeBatch, locations: pa.Array | None) -> tuple:
+        return None, self.compressed(self.handle_key_only.encode_values(rows, locations))
 
     def _fragments(self, values: pa.Array, column: Column) -> pa.Array:
         """The JSON value of each row of a column: a quoted string, or ``null``."""
@@ -178,11 +185,11 @@ class CanalJSONEncoder(Encoder):
         extension = f'"commitTs":{ddl.commit_ts}' if self.options.enable_tidb_extension else None
         value = self._control(ddl.database, ddl.table, True, self.ddl_type(ddl), ddl.commit_ts, ddl.query,
                               extension)
-        return Messages.one(topic, 0, None, value)
+        return Messages.one(topic, 0, None, self.compressed(value))
 
     def encode_watermark(self, ts: int, topics: list[str]) -> Messages | None:
         """TIDB_WATERMARK to every partition, with ``enable-tidb-extension`` only."""
         if not self.options.enable_tidb_extension:
             return None
         value = self._control("", "", False, "TIDB_WATERMARK", ts, "", f'"watermarkTs":{ts}')
-        return Messages.to_every_partition(topics, None, value)
+        return Messages.to_every_partition(topics, None, self.compressed(value))

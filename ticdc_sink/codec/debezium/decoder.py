@@ -47,7 +47,7 @@ class DebeziumDecoder(Decoder):
     def decode(self, key: bytes | None, value: bytes) -> list[RowEvent | DDLEvent | WatermarkEvent]:
         # TiCDC writes the envelope's schema after its payload, and the same schema for every row of a table
         # shape: it is parsed once per shape, and each message's payload alone.
-        value = value.encode() if isinstance(value, str) else value
+        value = self.decompressed(value.encode() if isinstance(value, str) else value)
         at = value.rfind(b',"schema":{')
         schema_text = value[at + len(',"schema":'):-1] if at >= 0 else None
         message = json.loads(value[:at] + b"}" if at >= 0 else value, parse_float=Decimal)
@@ -67,7 +67,7 @@ class DebeziumDecoder(Decoder):
         new, old = typed_row(payload.get("after"), value), typed_row(payload.get("before"), value)
         return [RowEvent(type=kind, database=source["db"], table=source["table"], commit_ts=source.get("commit_ts"),
                          columns=old if kind == "DELETE" else new, old=old if kind == "UPDATE" else None,
-                         primary_keys=list(json.loads(key)["payload"]) if key else [],
+                         primary_keys=list(json.loads(self.decompressed(key))["payload"]) if key else [],
                          column_types={name: column_type for name, (column_type, _) in fields.items()})]
 
     @property

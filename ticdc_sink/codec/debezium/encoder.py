@@ -112,7 +112,8 @@ class DebeziumEncoder(Encoder):
                          f',"ts_ms":{self.clock()},"transaction":null,"op":', self._op_and_old_rows(batch),
                          *object_parts(self._heads, fragments), "}", *self._schema(names, self._value_schema), "}"],
                         n)
-        return row_messages(self.config, batch, routing, keys, values)
+        # TiCDC compresses Debezium's keys and values alike (large-message-handle-compression).
+        return row_messages(self.config, batch, routing, self.compressed(keys), self.compressed(values))
 
     def _source(self, batch: ChangeBatch) -> list:
         """The ``source`` block's pieces, joined in with the rest of the value (one copy of each row)."""
@@ -178,7 +179,7 @@ class DebeziumEncoder(Encoder):
         key = '{"payload":{}' + self._fixed_schema(self._key_schema(name, "")) + "}"
         value = (f'{{"payload":{{"source":{source},"ts_ms":{self.clock()},"transaction":null,"op":"m"}}'
                  + self._fixed_schema(self._envelope(name, [])) + "}")
-        return Messages.to_every_partition(topics, key, value)
+        return Messages.to_every_partition(topics, self.compressed(key), self.compressed(value))
 
     def check_ddl(self, ddl: DDLChange) -> None:
         if self.ddl_type(ddl) is not None:
@@ -208,7 +209,7 @@ class DebeziumEncoder(Encoder):
                  f'"schemaName":null,"ddl":{quote_json(ddl.query, style=PLAIN)},'
                  f'"tableChanges":[{self._table_change(ddl, change, names)}]}}'
                  + self._fixed_schema(self._ddl_value_schema) + "}")
-        return Messages.one(topic, BROADCAST, key, value)
+        return Messages.one(topic, BROADCAST, self.compressed(key), self.compressed(value))
 
     def _fixed_schema(self, schema: str) -> str:
         return "" if self.options.debezium_disable_schema else ',"schema":' + schema

@@ -5,6 +5,7 @@ Arrow's JSON reader parses the events' keys and values at once; each column's va
 from __future__ import annotations
 
 import base64
+from typing import Callable
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -17,7 +18,7 @@ from .encoder import DDL_EVENT, RESOLVED_EVENT, ROW_EVENT
 from .frames import split_frame
 
 _KEY_SCHEMA = pa.schema([("ts", pa.int64()), ("scm", pa.string()), ("tbl", pa.string()), ("t", pa.int64()),
-                         ("ohk", pa.bool_())])
+                         ("ohk", pa.bool_()), ("ccl", pa.string())])
 
 
 def _wire_type(t: MySQLType) -> pa.DataType:
@@ -43,16 +44,18 @@ def _values(v: pa.Array, t: MySQLType) -> pa.Array:
     return v
 
 
-def decode_columns(keys: list[bytes | None], values: list[bytes], types: dict[str, MySQLType]) -> MessageColumns | None:
-    """The events of the messages a column at a time; None for a chunk with a DDL event, with a column whose type
-    code is not the one ``types`` gives, or that Arrow cannot parse (it goes message by message)."""
+def decode_columns(keys: list[bytes | None], values: list[bytes], types: dict[str, MySQLType],
+                   decompressed: Callable[[bytes], bytes]) -> MessageColumns | None:
+    """The events of the messages a column at a time (each event's value ``decompressed``); None for a chunk
+    with a DDL, handle-key-only or claim-check event, with a column whose type code is not the one ``types``
+    gives, or that Arrow cannot parse (it goes message by message)."""
     event_keys, event_values, message = [], [], []
     for index, (key, value) in enumerate(zip(keys, values)):
         split_keys, split_values = split_frame(key or b""), split_frame(value or b"", versioned=False)
         if len(split_keys) != len(split_values):
             return None
         event_keys += split_keys
-        event_values += [v or b"{}" for v in split_values]  # a resolved event's value is empty
+        event_values += [decompressed(v) if v else b"{}" for v in split_values]  # a resolved event's is empty
         message += [index] * len(split_keys)
     column = {name: pa.struct([("t", pa.int64()), ("v", _wire_type(t))]) for name, t in types.items()}
     row = pa.struct(list(column.items()))
@@ -60,8 +63,8 @@ def decode_columns(keys: list[bytes | None], values: list[bytes], types: dict[st
     try:
         parsed_keys = _parse(event_keys, _KEY_SCHEMA)
         kind = parsed_keys["t"].combine_chunks()
-        if pc.any(parsed_keys["ohk"]).as_py():  # a handle-key-only event goes message by message, to be named
-            return None
+        if pc.any(parsed_keys["ohk"]).as_py() or parsed_keys["ccl"].null_count < len(event_keys):
+            return None  # a handle-key-only event goes message by message, to be named; a claim-check one, fetched
         if pc.any(pc.equal(kind, DDL_EVENT)).as_py():
             return None
         parsed = _parse(event_values, value_schema)

@@ -36,20 +36,27 @@ class OpenProtocolDecoder(Decoder):
         return True
 
     def decode_columns(self, keys: list, values: list[bytes], types: dict) -> MessageColumns | None:
-        return decode_columns(keys, values, types)
+        return decode_columns(keys, values, types, self.decompressed)
 
     def decode(self, key: bytes | None, value: bytes) -> list:
         keys = split_frame(key or b"")
         values = split_frame(value or b"", versioned=False)
         if len(keys) != len(values):
             raise ValueError(f"an Open Protocol message with {len(keys)} event keys and {len(values)} values")
-        return [self._event(json.loads(k), v) for k, v in zip(keys, values)]
+        events = []
+        for event_key, event_value in zip(keys, values):
+            event_key = json.loads(event_key)
+            if event_key.get("ccl"):  # the event's whole key and value, framed, are in the claim-check storage
+                events += self.decode(*self.claimed(event_key["ccl"]))
+            else:
+                events.append(self._event(event_key, event_value))
+        return events
 
     def _event(self, key: dict, value: bytes):
         kind = key["t"]
         if kind == RESOLVED_EVENT:
             return WatermarkEvent(key["ts"])
-        document = json.loads(value)
+        document = json.loads(self.decompressed(value))
         if kind == DDL_EVENT:
             return DDLEvent(key.get("scm", ""), key.get("tbl", ""), document["q"], document["t"], key["ts"])
         if "d" in document:

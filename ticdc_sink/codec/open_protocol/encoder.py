@@ -28,7 +28,7 @@ from ...kafka.messages import BROADCAST, Messages
 from ...render import float_json_numbers, join, string_scalar, value_text
 from ...table.schema import Column, TableSchema
 from ..base import Encoder
-from ..shared.assembly import at_updates, check_sizes, handle_key_table, oversized_as_handle_key_only
+from ..shared.assembly import at_updates, check_sizes, handle_key_table, large_messages
 from ..shared.ddl_types import ddl_type
 from ..shared.json_text import (PLAIN, bare_fragments, base64_fragments, changed_members_object, concat,
                                 go_quoted_fragments, json_fragments, object_parts, quote_json, quoted_names_of)
@@ -60,21 +60,32 @@ class OpenProtocolEncoder(Encoder):
 
     def encode_rows(self, batch: ChangeBatch, routing: Routing) -> Messages:
         """The batch's events packed per partition, in commit-ts order within each."""
-        # TiCDC sizes each event before it packs them: its key and value, framed alone.
-        keys, values = oversized_as_handle_key_only(
-            self.config, batch, self.event_keys(batch), self.event_values(batch),
-            lambda rows: (self.handle_key_only.event_keys(rows), self.handle_key_only.event_values(rows)),
-            framing=_FRAME_OVERHEAD)
+        # TiCDC sizes each event before it packs them: its key and (compressed) value, framed alone.
+        keys, values = large_messages(self, batch, self.event_keys(batch), self.compressed(self.event_values(batch)),
+                                      framing=_FRAME_OVERHEAD)
         messages = pack_events(keys, values, routing, self.options.max_batch_size, self.config.max_message_bytes)
         check_sizes(self.config, messages, batch)
         return messages
 
-    def event_keys(self, batch: ChangeBatch) -> pa.Array:
-        """``{"ts":..,"scm":..,"tbl":..,"t":1}`` per row."""
+    def large_row_messages(self, rows: ChangeBatch, locations: pa.Array | None) -> tuple:
+        marked = self.handle_key_only
+        return marked.event_keys(rows, locations), self.compressed(marked.event_values(rows))
+
+    def keep_whole(self, key: bytes | None, value: bytes) -> str:
+        """The event kept as TiCDC keeps it: framed alone, as a message of its own would be."""
+        return super().keep_whole(frame([key]), frame([value], versioned=False))
+
+    def event_keys(self, batch: ChangeBatch, locations: pa.Array | None = None) -> pa.Array:
+        """``{"ts":..,"scm":..,"tbl":..,"t":1}`` per row; marked ``"ohk":true`` for a handle-key-only event, and
+        ``"ohk":true,"ohk":false,"ccl":<location>`` for claim-check's (TiCDC writes ``ohk`` twice)."""
+        if locations is not None:
+            tail = [',"ohk":true,"ohk":false,"ccl":', json_fragments(locations, style=PLAIN), "}"]
+        else:
+            tail = [',"ohk":true}' if self.marks_handle_key_only else "}"]
         return concat(['{"ts":', pa.array(batch.commit_ts).cast(pa.string()),
                        ',"scm":', quoted_names_of(batch.databases, style=PLAIN),
-                       ',"tbl":', quoted_names_of(batch.tables, style=PLAIN),
-                       f',"t":{ROW_EVENT}' + (',"ohk":true}' if self.marks_handle_key_only else "}")], batch.num_rows)
+                       ',"tbl":', quoted_names_of(batch.tables, style=PLAIN), f',"t":{ROW_EVENT}', *tail],
+                      batch.num_rows)
 
     def event_values(self, batch: ChangeBatch) -> pa.Array:
         """The value JSON of each row's event."""
@@ -128,7 +139,8 @@ class OpenProtocolEncoder(Encoder):
         key = (f'{{"ts":{ddl.commit_ts},"scm":{quote_json(ddl.database, style=PLAIN)},'
                f'"tbl":{quote_json(ddl.table, style=PLAIN)},"t":{DDL_EVENT}}}')
         value = f'{{"q":{quote_json(ddl.query, style=PLAIN)},"t":{self.ddl_type(ddl)}}}'
-        return Messages.one(topic, BROADCAST, frame([key.encode()]), frame([value.encode()], versioned=False))
+        return Messages.one(topic, BROADCAST, frame([key.encode()]),
+                            frame([self.compressed(value.encode())], versioned=False))
 
     def encode_watermark(self, ts: int, topics: list[str]) -> Messages:
         """The resolved event to every partition of every topic."""

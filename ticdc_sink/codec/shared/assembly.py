@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 import pyarrow as pa
@@ -15,34 +15,47 @@ from ...kafka.messages import MESSAGE_OVERHEAD, Messages, byte_lengths
 from ...render import at_rows
 from ...table.schema import TableSchema
 
+if TYPE_CHECKING:
+    from ..base import Encoder
+
 
 def row_messages(config: SinkConfig, batch: ChangeBatch, routing: Routing, keys: pa.Array | None,
-                 values: pa.Array, handle_key_only: Callable[[ChangeBatch], tuple] | None = None) -> Messages:
+                 values: pa.Array, large: "Encoder | None" = None) -> Messages:
     """One message per row of ``batch`` (its key or none, its value or none), where ``routing`` sends the row.
 
-    ``handle_key_only``: the (keys, values) of a batch's rows as their handle key alone, for the rows over
-    max-message-bytes (``oversized_as_handle_key_only``; TiCDC's encoders do it per row).
+    ``large``: the encoder whose ``large_row_messages`` stand for the rows over max-message-bytes, where the
+    protocol has large-message handling (``large_messages``; TiCDC's encoders do it per row).
     """
-    if handle_key_only is not None:
-        keys, values = oversized_as_handle_key_only(config, batch, keys, values, handle_key_only)
+    if large is not None:
+        keys, values = large_messages(large, batch, keys, values)
     messages = Messages(routing.topics, routing.topic_of_message, routing.partition_of_row, keys, values,
                         np.arange(batch.num_rows))
     check_sizes(config, messages, batch)
     return messages
 
 
-def oversized_as_handle_key_only(config: SinkConfig, batch: ChangeBatch, keys: pa.Array | None, values: pa.Array,
-                                 handle_key_only: Callable[[ChangeBatch], tuple], framing: int = 0) -> tuple:
-    """``(keys, values)`` of the batch's rows, where large-message-handle-option=handle-key-only, with each row
-    whose message is over max-message-bytes (its key, its value, TiCDC's overhead and ``framing``) given what
-    ``handle_key_only`` makes of those rows instead."""
-    if config.large_message_handle_option != "handle-key-only":
+def large_messages(encoder: "Encoder", batch: ChangeBatch, keys: pa.Array | None, values: pa.Array,
+                   framing: int = 0) -> tuple:
+    """``(keys, values)`` of the batch's rows (compressed as they go), with each row whose message is over
+    max-message-bytes (its key, its value, TiCDC's overhead and ``framing``) handled as
+    large-message-handle-option says: with handle-key-only, its handle key alone; with claim-check, the whole
+    message kept in the storage first (``encoder.keep_whole``), then its handle key and the location."""
+    option = encoder.config.large_message_handle_option
+    if option == "none":
         return keys, values
     sizes = byte_lengths(values) + (0 if keys is None else byte_lengths(keys)) + MESSAGE_OVERHEAD + framing
-    over = sizes > config.max_message_bytes
+    over = sizes > encoder.config.max_message_bytes
     if not over.any():
         return keys, values
-    small_keys, small_values = handle_key_only(batch.rows(np.flatnonzero(over)))
+    rows = np.flatnonzero(over)
+    locations = None
+    if option == "claim-check":
+        take = pa.array(rows)
+        whole_keys = [None] * len(rows) if keys is None else keys.take(take).cast(pa.binary()).to_pylist()
+        whole_values = values.take(take).cast(pa.binary()).to_pylist()
+        locations = pa.array([encoder.keep_whole(key, value) for key, value in zip(whole_keys, whole_values)],
+                             pa.string())
+    small_keys, small_values = encoder.large_row_messages(batch.rows(rows), locations)
     return (None if keys is None else at_rows(keys, over, small_keys, batch.num_rows),
             at_rows(values, over, small_values, batch.num_rows))
 

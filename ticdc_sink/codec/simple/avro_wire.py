@@ -45,6 +45,7 @@ _DML_HEAD = bytes([22, 6, 6, 2])
 _DML_TYPES = np.array([b"", b"\x00", b"\x02", b"\x04"], dtype=object)  # INSERT, UPDATE, DELETE by OP_*
 _NO_EXTRAS = b"\x00\x00\x00"  # claimCheckLocation, handleKeyOnly and checksum: null
 _HANDLE_KEY_ONLY = b"\x00\x02\x01\x00"  # the same but handleKeyOnly: its union's boolean branch, true
+_CLAIM_CHECK_TAIL = b"\x02\x01\x00"  # after claimCheckLocation's string: handleKeyOnly true, no checksum
 # The branches of a DML value's union (0 is null).
 LONG, FLOAT, DOUBLE, STRING, BYTES, TIMESTAMP, UNSIGNED_BIGINT = range(1, 8)
 # TiCDC writes unsigned/zerofill for these types only, decimal for DECIMAL only, elements for ENUM and SET.
@@ -121,15 +122,23 @@ class SimpleAvro(SimpleWire):
 
     def dml(self, databases: pa.Array | str, tables: pa.Array | str, table_ids: np.ndarray | int, ops: np.ndarray,
             commit_ts: np.ndarray, build_ts: int, schema_version: int, data: pa.Array, old: pa.Array,
-            n: int, handle_key_only: bool = False) -> pa.Array:
-        """One DML message per row (``handle_key_only``: marked as standing for a row over max-message-bytes)."""
+            n: int, handle_key_only: bool = False, locations: pa.Array | None = None) -> pa.Array:
+        """One DML message per row (``handle_key_only``: marked as standing for a row over max-message-bytes;
+        ``locations``: and, with claim-check, where each row's whole message is)."""
         return _assemble([
             _DML_HEAD, self._strings(databases), self._strings(tables),
             _long(table_ids) if isinstance(table_ids, int) else varints(table_ids),
             pa.array(_DML_TYPES[ops], pa.binary()), varints(commit_ts.astype(np.int64)),
-            _long(build_ts) + _long(schema_version) + (_HANDLE_KEY_ONLY if handle_key_only else _NO_EXTRAS),
+            _long(build_ts) + _long(schema_version), *self._extras(handle_key_only, locations),
             data, old,
         ], n)
+
+    @staticmethod
+    def _extras(handle_key_only: bool, locations: pa.Array | None) -> list:
+        """claimCheckLocation, handleKeyOnly and checksum: each union's null, or its string or boolean."""
+        if locations is not None:
+            return [b"\x02", length_prefixed(locations), _CLAIM_CHECK_TAIL]
+        return [_HANDLE_KEY_ONLY if handle_key_only else _NO_EXTRAS]
 
     @staticmethod
     def _strings(names: pa.Array | str) -> pa.Array | bytes:

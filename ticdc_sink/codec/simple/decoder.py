@@ -55,7 +55,10 @@ class SimpleDecoder(Decoder):
             self._schemas.setdefault((schema["schema"], schema["table"], schema["version"]), schema)
 
     def decode(self, key: bytes | None, value: bytes) -> list:
+        value = self.decompressed(value)
         doc = (SimpleAvro.read if value[:1] == b"\x16" else SimpleJSON.read)(value)
+        if doc.get("claimCheckLocation"):  # the row's whole message is in the claim-check storage
+            return self.decode(*self.claimed(doc["claimCheckLocation"]))
         if doc["type"] == "WATERMARK":
             return [WatermarkEvent(doc["commitTs"])]
         if doc["type"] in ("INSERT", "UPDATE", "DELETE"):
@@ -76,7 +79,7 @@ class SimpleDecoder(Decoder):
         return [ddl, *released]
 
     def decode_columns(self, keys: list, values: list[bytes], types: dict) -> MessageColumns | None:
-        return decode_columns(values, types)
+        return decode_columns(self.decompressed_all(values), types)
 
     def type_unknown_rows_by(self, database: str, table: str, types: dict[str, MySQLType]) -> None:
         columns = [{"name": name, "dataType": {"mysqlType": t.base_name, "unsigned": t.unsigned,

@@ -54,8 +54,9 @@ class SimpleEncoder(SendsTableSchemas, Encoder):
 
     # -- rows
 
-    def encode_values(self, batch: ChangeBatch) -> pa.Array:
-        """One Simple message per row of the batch."""
+    def encode_values(self, batch: ChangeBatch, locations: pa.Array | None = None) -> pa.Array:
+        """One Simple message per row of the batch (``locations``: where claim-check kept each row's whole
+        message, for the encoder of ``handle_key_only``)."""
         n, wire = batch.num_rows, self.wire
         row = self._rows(batch.columns, n)
         ops = batch.ops if batch.before is not None else np.where(batch.ops == OP_UPDATE, OP_INSERT, batch.ops)
@@ -65,7 +66,7 @@ class SimpleEncoder(SendsTableSchemas, Encoder):
         old = at_updates(batch, old, lambda before, updates: wire.member("old", self._rows(before, len(updates))))
         names = _one_name_or_all(batch.databases), _one_name_or_all(batch.tables)
         return wire.dml(*names, self._table_ids(batch), ops, batch.commit_ts, self.clock(), self.shape.version,
-                        data, old, n, self.marks_handle_key_only)
+                        data, old, n, self.marks_handle_key_only, locations)
 
     def _rows(self, columns, n: int) -> pa.Array:
         return self.wire.row([c.name for c in self._members],
@@ -73,8 +74,7 @@ class SimpleEncoder(SendsTableSchemas, Encoder):
 
     def encode_rows(self, batch: ChangeBatch, routing: Routing) -> Messages:
         """One message per row, without a key, after the BOOTSTRAP of each table whose schema is due."""
-        rows = row_messages(self.config, batch, routing, None, self.encode_values(batch),
-                            lambda rows: (None, self.handle_key_only.encode_values(rows)))
+        rows = row_messages(self.config, batch, routing, None, self.compressed(self.encode_values(batch)), self)
         if self.bootstraps_due is None:
             return rows
         tables, table_of_row = batch.tables_of_rows
@@ -84,6 +84,9 @@ class SimpleEncoder(SendsTableSchemas, Encoder):
         schemas = [self.bootstrap_messages(*table, routing.topics[routing.topic_of_row[first_row[table]]])
                    for table in due]
         return Messages.concat([*schemas, rows]) if schemas else rows
+
+    def large_row_messages(self, rows: ChangeBatch, locations: pa.Array | None) -> tuple:
+        return None, self.compressed(self.handle_key_only.encode_values(rows, locations))
 
     def _table_ids(self, batch: ChangeBatch) -> np.ndarray | int:
         """Each row's ``tableID``: one per table name (the batch has one, but for a ``_table`` column)."""
@@ -111,7 +114,7 @@ class SimpleEncoder(SendsTableSchemas, Encoder):
             after = self._table_schema(self.shape, ddl.database, ddl.table)
             before = self._schema_before(ddl)
         value = self.wire.ddl(self.ddl_type(ddl), ddl.query, ddl.commit_ts, self.clock(), after, before)
-        return Messages.one(topic, BROADCAST, None, value)
+        return Messages.one(topic, BROADCAST, None, self.compressed(value))
 
     def encode_bootstrap(self, database: str, table: str) -> str | bytes:
         """The BOOTSTRAP message of the writing table (JSON gives it ``commitTs`` 0)."""
@@ -124,7 +127,7 @@ class SimpleEncoder(SendsTableSchemas, Encoder):
     def bootstrap_messages(self, database: str, table: str, topic: str) -> Messages:
         """The BOOTSTRAP to every partition of the table's topic, or to its first (send-bootstrap-to-all-partition)."""
         partition = BROADCAST if self.options.send_bootstrap_to_all_partition else 0
-        return Messages.one(topic, partition, None, self.encode_bootstrap(database, table))
+        return Messages.one(topic, partition, None, self.compressed(self.encode_bootstrap(database, table)))
 
     def _table_schema(self, shape: SimpleTable, database: str, table: str):
         return self.wire.table_schema(shape, database, table, table_id(database, table, self.config))
@@ -147,7 +150,7 @@ class SimpleEncoder(SendsTableSchemas, Encoder):
 
     def encode_watermark(self, ts: int, topics: list[str]) -> Messages:
         """WATERMARK to every partition (TiCDC sends Simple's whatever the TiDB extension says)."""
-        return Messages.to_every_partition(topics, None, self.wire.watermark(ts, self.clock()))
+        return Messages.to_every_partition(topics, None, self.compressed(self.wire.watermark(ts, self.clock())))
 
 
 def simple_ddl_type(action: str) -> str:

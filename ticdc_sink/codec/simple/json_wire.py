@@ -59,14 +59,16 @@ class SimpleJSON(SimpleWire):
 
     def dml(self, databases: pa.Array | str, tables: pa.Array | str, table_ids: np.ndarray | int, ops: np.ndarray,
             commit_ts: np.ndarray, build_ts: int, schema_version: int, data: pa.Array, old: pa.Array,
-            n: int, handle_key_only: bool = False) -> pa.Array:
-        """One DML message per row (``handle_key_only``: marked as standing for a row over max-message-bytes)."""
+            n: int, handle_key_only: bool = False, locations: pa.Array | None = None) -> pa.Array:
+        """One DML message per row (``handle_key_only``: marked as standing for a row over max-message-bytes;
+        ``locations``: and, with claim-check, where each row's whole message is)."""
         return concat([
             f'{{"version":{VERSION},"database":', _quoted(databases), ',"table":', _quoted(tables),
             ',"tableID":', str(table_ids) if isinstance(table_ids, int) else pa.array(table_ids).cast(pa.string()),
             ',"type":', pa.array(_DML_TYPES[ops], pa.string()),
             ',"commitTs":', pa.array(commit_ts).cast(pa.string()),
             f',"buildTs":{build_ts},"schemaVersion":{schema_version}',
+            *([',"claimCheckLocation":', _quoted(locations)] if locations is not None else []),
             ',"handleKeyOnly":true' if handle_key_only else "", data, old, "}",
         ], n)
 
