@@ -11,6 +11,8 @@ tables, undecodable messages) are in ``test_reader_rules.py``.
 from __future__ import annotations
 
 import datetime as dt
+import random
+import string
 from decimal import Decimal
 
 import pytest
@@ -165,3 +167,19 @@ def test_a_dataframe_written_by_the_sink_reads_back_equal(spark, broker, topic, 
 
 def changes_of(rows: list[dict]) -> list[dict]:
     return [{k: v for k, v in r.items() if k not in ("_schema", "_table", "_ddl")} for r in rows]
+
+
+@pytest.mark.parametrize("name", ["canal-json", "open-protocol", "simple", "simple-avro"])
+def test_large_rows_kept_by_claim_check_and_compressed_read_back_whole(spark, broker, topic, name, tmp_path):
+    protocol, extra = protocol_of(name, None)
+    large = "".join(random.Random(7).choices(string.ascii_letters, k=3000))  # lz4 cannot shrink it below 2000
+    rows = [change("INSERT", 1, {**VALUES, "txt": large}), change("INSERT", 2, {**NULLS, "id": 2}),
+            change("UPDATE", 3, {**VALUES, "id": 2, "txt": large}, {**NULLS, "id": 2})]
+    extra = {**extra, "large-message-handle-option": "claim-check", "large-message-handle-compression": "lz4",
+             "claim-check-storage-uri": f"file://{tmp_path}/claims", "max-message-bytes": "2000"}
+    spark.createDataFrame(rows, CHANGES).write.format("ticdc").mode("append") \
+        .options(**write_options(broker, topic, protocol, extra)).save()
+    assert len(list((tmp_path / "claims").iterdir())) == 2  # the two large rows, kept whole
+
+    frame = spark.read.format("ticdc").options(**read_options(broker, topic, protocol, extra)).load()
+    assert changes_of(as_dicts(frame.orderBy("_commit_ts").collect())) == collected(rows)

@@ -384,6 +384,16 @@ def test_a_row_over_max_message_bytes_arrives_as_its_handle_key_only(spark, brok
     assert large.handle_key_only and large.columns == {"id": 2}
 
 
+def test_an_unusable_claim_check_storage_fails_the_write_in_one_line_before_any_task(spark, broker, topic, tmp_path):
+    (tmp_path / "file").write_text("")
+    options = sink_options(broker, topic, **{"large-message-handle-option": "claim-check",
+                                             "claim-check-storage-uri": f"file://{tmp_path}/file/claims",
+                                             "enable-tidb-extension": "true"})
+    with pytest.raises(PySparkException, match=r"claim-check-storage-uri=file://\S+/file/claims cannot be used: "):
+        write_batch(spark, [row(1)], options)
+    assert broker.read(topic, idle_seconds=0.5) == []
+
+
 def test_large_message_handling_refuses_a_table_without_a_handle_key_before_any_task(spark, broker, topic):
     options = {**sink_options(broker, topic, **{"large-message-handle-option": "handle-key-only",
                                                 "enable-tidb-extension": "true"}), "primary-key": ""}
