@@ -23,6 +23,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from ticdc_sink.cli.main import build_parser
 from ticdc_sink.cli.tail import enum_set_types, format_event
 from ticdc_sink.codec.base import DDLEvent, RowEvent, WatermarkEvent
+from ticdc_sink.codec.shared.claim_check import object_content
+from ticdc_sink.codec.shared.compression import compress
 from ticdc_sink.tso import tso_from_unix_ms
 
 CLI = [sys.executable, "-m", "ticdc_sink"]
@@ -352,6 +354,36 @@ def test_broker_command_serves_until_interrupted(stop_signal, preexec_fn):
 
 # ---------------------------------------------------------------------------
 # demo
+
+
+@pytest.mark.broker
+def test_tail_takes_the_writers_options_to_decompress_and_fetch_claim_checks(broker, topic, tmp_path):
+    create_topic(broker.bootstrap_servers, topic)
+    message = {"id": 0, "database": "shop", "table": "orders", "pkNames": ["id"], "isDdl": False,
+               "type": "INSERT", "es": NEW_YEAR_MS, "ts": NEW_YEAR_MS, "sql": "", "sqlType": {"id": 4, "note": 12},
+               "mysqlType": {"id": "int", "note": "varchar"}, "old": None, "data": [{"id": "1", "note": "whole"}]}
+    kept = json.dumps({**message, "_tidb": {"commitTs": 1}}).encode()
+    (tmp_path / "6ba7b810-9dad-41d1-80b4-00c04fd430c8.json").write_bytes(object_content(None, compress(kept, "lz4")))
+    pointer = {**message, "sqlType": {"id": 4}, "mysqlType": {"id": "int"}, "data": [{"id": "1"}],
+               "_tidb": {"commitTs": 1, "claimCheckLocation": "s3://bucket/6ba7b810-9dad-41d1-80b4-00c04fd430c8.json"}}
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers})
+    producer.produce(topic, compress(json.dumps(pointer).encode(), "lz4"))
+    assert producer.flush(30) == 0
+    tail = ["tail", "--bootstrap-servers", broker.bootstrap_servers, "--topic", topic, "--protocol", "canal-json",
+            "--idle-seconds", "1", "-o", "large-message-handle-compression=lz4"]
+    result = run_cli(*tail, "--option", f"claim-check-storage-uri=file://{tmp_path}")
+    assert result.returncode == 0, result.stderr
+    assert "INSERT shop.orders {id=1, note='whole'}" in result.stdout
+    result = run_cli(*tail[:-2])  # not told of the compression: one line, naming the message and the option
+    assert result.returncode != 0
+    [line] = output_lines(result)
+    assert "cannot decode the message at partition 0 offset 0" in line
+    assert "an LZ4 frame: give large-message-handle-compression=lz4" in line
+
+
+def test_an_option_that_is_not_name_equals_value_is_refused():
+    result = run_cli("tail", "--bootstrap-servers", "h:1", "--topic", "t", "--protocol", "canal-json", "-o", "lz4")
+    assert result.returncode == 2 and "'lz4' is not NAME=VALUE" in result.stderr
 
 
 def demo_output(*args: str) -> str:

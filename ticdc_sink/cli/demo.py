@@ -19,13 +19,14 @@ from ..codec.open_protocol.frames import split_frame
 from ..codec.shared.schema_registry import SchemaRegistry, subject
 from ..kafka.client_log import ClientErrors
 from ..kafka.topic_reader import read_messages
-from .output import CommandError, say
+from .output import CommandError, say, spark_failure
 from .tail import enum_set_types, print_events, protocol_decoder
 
 DEMO_DATABASE, DEMO_TABLE = "shop", "orders"
 # The writer takes amount's from its Spark type, decimal(10,2); a reader of Canal-JSON, which carries no precision,
 # needs it declared (without, it reads decimal(38,18)).
 DEMO_COLUMN_TYPES = "status ENUM('new','paid','shipped'), amount DECIMAL(10,2)"
+DEMO_READ_OPTIONS = {"enable-tidb-extension": "true"}  # as the demo writes
 
 
 def demo_feed() -> list[list[dict]]:
@@ -81,10 +82,13 @@ def _wire_hex(data: bytes | None) -> str:
     return f"{data[:1].hex()} | schema id {int.from_bytes(data[1:5], 'big')} | {data[5:].hex(' ')}"
 
 
-def explain_topic(messages: list, protocol: str, schema_registry: str | None = None) -> None:
+def explain_topic(messages: list, protocol: str, schema_registry: str | None = None, compression: str = "none") -> None:
     """What a reader of the topic meets before the decoded events: a raw message, offset gaps, watermarks."""
     first = next((m for m in messages if m.value() is not None), messages[0])
     say(f"one message as it is on the wire (partition {first.partition()}, offset {first.offset()}):")
+    if compression != "none" and protocol != "avro":
+        say(f"large-message-handle-compression={compression}: what TiCDC compresses of a {protocol} message is in "
+            f"{compression}'s bytes below; a consumer must be told (nothing in the message says so)")
     if protocol == "open-protocol":
         keys, values = split_frame(first.key()), split_frame(first.value(), versioned=False)
         say(f"an Open Protocol message packs events ({len(keys)} here): its key is the version (8 bytes "
@@ -152,12 +156,15 @@ def demo_registry(protocol: str, url: str | None) -> Iterator[str | None]:
         yield double.url
 
 
-def run_demo(protocol: str, bootstrap_servers: str | None, topic: str, schema_registry: str | None = None) -> int:
+def run_demo(protocol: str, bootstrap_servers: str | None, topic: str, schema_registry: str | None = None,
+             options: dict[str, str] | None = None) -> int:
+    """``options``: more of the ticdc format's options, for the write, the decoder and the read back alike."""
     with demo_registry(protocol, schema_registry) as registry:
-        return _demo(protocol, bootstrap_servers, topic, registry)
+        return _demo(protocol, bootstrap_servers, topic, registry, options or {})
 
 
-def _demo(protocol: str, bootstrap_servers: str | None, topic: str, schema_registry: str | None) -> int:
+def _demo(protocol: str, bootstrap_servers: str | None, topic: str, schema_registry: str | None,
+          options: dict[str, str]) -> int:
     broker = None
     if bootstrap_servers is None:
         say("starting the embedded Kafka broker (Tansu) ...")
@@ -189,6 +196,7 @@ def _demo(protocol: str, bootstrap_servers: str | None, topic: str, schema_regis
                  .option("column-types", DEMO_COLUMN_TYPES)
                  .option("enable-tidb-extension", "true")
                  .options(**({"schema-registry": schema_registry} if schema_registry else {}))
+                 .options(**options)
                  .option("checkpointLocation", os.path.join(workdir, "checkpoint"))
                  .trigger(availableNow=True)
                  .start())
@@ -201,15 +209,20 @@ def _demo(protocol: str, bootstrap_servers: str | None, topic: str, schema_regis
             if not query.isActive:
                 break
             time.sleep(0.5)
-        query.awaitTermination()
+        try:
+            query.awaitTermination()
+        except Exception as error:  # Spark's, carrying the task's failure
+            raise CommandError(f"the write failed: {spark_failure(error)}") from None
         say(f"reading topic {topic!r} back, in partition order:")
         messages = read_messages(bootstrap_servers, topic, idle_seconds=3, settings=ClientErrors().settings)
         if not messages:
             raise CommandError(f"topic {topic!r} on {bootstrap_servers} has no messages")
-        explain_topic(messages, protocol, schema_registry)
-        count = print_events(messages, protocol_decoder(protocol, schema_registry), enum_set_types(DEMO_COLUMN_TYPES))
+        explain_topic(messages, protocol, schema_registry, options.get("large-message-handle-compression", "none"))
+        count = print_events(messages, protocol_decoder(protocol, schema_registry, {**DEMO_READ_OPTIONS, **options}),
+                             enum_set_types(DEMO_COLUMN_TYPES))
         say(f"{count} message(s) decoded")
-        show_read_back(spark, bootstrap_servers, protocol, topic, schema_registry, embedded=broker is not None)
+        show_read_back(spark, bootstrap_servers, protocol, topic, schema_registry, options,
+                       embedded=broker is not None)
         spark.stop()
         return 0
     finally:
@@ -220,7 +233,7 @@ def _demo(protocol: str, bootstrap_servers: str | None, topic: str, schema_regis
 
 
 def show_read_back(spark, bootstrap_servers: str, protocol: str, topic: str, schema_registry: str | None,
-                   embedded: bool) -> None:
+                   options: dict[str, str], embedded: bool) -> None:
     """The topic read back into a DataFrame by the ticdc format's reader: the changes as the sink took them."""
     say(f"reading topic {topic!r} back into a DataFrame: spark.read.format('ticdc')")
     frame = (spark.read.format("ticdc")
@@ -230,6 +243,7 @@ def show_read_back(spark, bootstrap_servers: str, protocol: str, topic: str, sch
              .option("column-types", DEMO_COLUMN_TYPES)
              .option("enable-tidb-extension", "true")
              .options(**({"schema-registry": schema_registry} if schema_registry else {}))
+             .options(**options)
              # The embedded broker's read_committed view can stall (README, Known limits); real Kafka's cannot.
              .options(**({"kafka.isolation.level": "read_uncommitted"} if embedded else {}))
              .load())
@@ -247,5 +261,5 @@ def _local_spark():
              .config("spark.sql.shuffle.partitions", "2")
              .config("spark.sql.session.timeZone", "UTC")
              .getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
+    spark.sparkContext.setLogLevel("OFF")  # a failure is reported in one line (spark_failure)
     return spark

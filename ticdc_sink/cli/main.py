@@ -32,6 +32,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.set_defaults(verbose=False)  # broker has no Kafka client to be verbose about
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--verbose", action="store_true", help="show the Kafka client's (librdkafka's) log lines")
+    common.add_argument("-o", "--option", dest="options", action="append", type=_option, default=[],
+                        metavar="NAME=VALUE",
+                        help="an option of the ticdc format, as the writer took it (repeatable), e.g. "
+                             "-o large-message-handle-compression=lz4 -o claim-check-storage-uri=file:///tmp/cc")
     commands = parser.add_subparsers(dest="command", required=True)
 
     demo_help = "stream a synthetic change feed through Spark into Kafka and show what a reader sees"
@@ -67,6 +71,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _option(text: str) -> tuple[str, str]:
+    name, equals, value = text.partition("=")
+    if not equals or not name.strip():
+        raise argparse.ArgumentTypeError(f"{text!r} is not NAME=VALUE")
+    return name.strip(), value
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.verbose:
@@ -74,11 +85,13 @@ def main(argv: list[str] | None = None) -> int:
     LIBRDKAFKA_LOG.setLevel(logging.NOTSET if args.verbose else _SILENT)
     try:
         if args.command == "demo":
-            return run_demo(args.protocol, args.bootstrap_servers, args.topic, args.schema_registry)
+            return run_demo(args.protocol, args.bootstrap_servers, args.topic, args.schema_registry,
+                            dict(args.options))
         if args.command == "broker":
             return run_broker()
         return run_tail(args.bootstrap_servers, args.topic, args.protocol, args.idle_seconds, args.max_messages,
-                        args.timeout_seconds, args.column_types, args.schema_registry, args.read_uncommitted)
+                        args.timeout_seconds, args.column_types, args.schema_registry, args.read_uncommitted,
+                        dict(args.options))
     except (CommandError, BrokerError, TiCDCSinkError) as e:
         complain(str(e))
         return 1

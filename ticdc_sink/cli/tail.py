@@ -10,10 +10,12 @@ from confluent_kafka.admin import AdminClient
 
 from ..codec import decoder_for
 from ..codec.base import DDLEvent, Decoder, RowEvent, WatermarkEvent
+from ..codec.shared.compression import compression_hint
 from ..ddl import ACTION_CODES
-from ..errors import DeliveryError
+from ..errors import DeliveryError, TiCDCSinkError
 from ..kafka.client_log import ClientErrors
 from ..kafka.topic_reader import iter_messages
+from ..options import parse_options
 from ..table.mysql_types import MySQLType
 from ..table.type_grammar import TypeSyntaxError, parse_mysql_type, split_column_types
 from ..tso import tso_physical_ms
@@ -95,7 +97,15 @@ def print_events(messages: Iterable, decoder: Decoder,
     count = 0
     for message in messages:
         count += 1
-        for event in decoder.decode(message.key(), message.value()):
+        try:
+            events = decoder.decode(message.key(), message.value())
+        except TiCDCSinkError:
+            raise
+        except Exception as e:  # a message this decoder, with these options, cannot read
+            raise CommandError(f"cannot decode the message at partition {message.partition()} offset "
+                               f"{message.offset()}: {type(e).__name__}: {e}{compression_hint(message.value())}; "
+                               "check --protocol and the writer's options (-o NAME=VALUE)") from None
+        for event in events:
             print(f"  p{message.partition()}@{message.offset():<4} {format_event(event, enum_set_columns)}",
                   flush=True)
     return count
@@ -116,22 +126,26 @@ def check_topic(bootstrap_servers: str, topic: str, timeout_seconds: float, erro
         raise CommandError(f"topic {topic!r} does not exist on {bootstrap_servers}")
 
 
-def protocol_decoder(protocol: str, schema_registry: str | None) -> Decoder:
-    """The decoder of the protocol; Avro's reads its schemas from the registry."""
+def protocol_decoder(protocol: str, schema_registry: str | None, options: Mapping[str, str] | None = None) -> Decoder:
+    """The decoder of the protocol with the writer's ``options`` (compression, claim-check storage, ...); Avro's
+    reads its schemas from the registry."""
     if protocol == "avro" and not schema_registry:
         raise CommandError("--protocol avro needs --schema-registry URL: the registry the sink registered the "
                            "schemas in")
-    return decoder_for(protocol, schema_registry=schema_registry if protocol == "avro" else None)
+    given = {"protocol": protocol, "topic": "-", "kafka.bootstrap.servers": "-", **(options or {})}
+    if protocol == "avro":
+        given["schema-registry"] = schema_registry
+    return decoder_for(parse_options(given, reading=True))
 
 
 def run_tail(bootstrap_servers: str, topic: str, protocol: str, idle_seconds: float, max_messages: int | None,
              timeout_seconds: float, column_types: str | None, schema_registry: str | None = None,
-             read_uncommitted: bool = False) -> int:
+             read_uncommitted: bool = False, options: Mapping[str, str] | None = None) -> int:
     try:
         enum_set_columns = enum_set_types(column_types or "")
     except TypeSyntaxError as e:
         raise CommandError(f"--column-types: {e}") from None
-    decoder = protocol_decoder(protocol, schema_registry)
+    decoder = protocol_decoder(protocol, schema_registry, options)
     errors = ClientErrors()
     check_topic(bootstrap_servers, topic, timeout_seconds, errors)
     isolation = "read_uncommitted" if read_uncommitted else "read_committed"

@@ -24,6 +24,7 @@ from pyspark.sql.datasource import InputPartition
 
 from ..codec import decoder_for
 from ..codec.base import DDLEvent, MessageColumns, RowEvent, WatermarkEvent
+from ..codec.shared.compression import compression_hint
 from ..errors import ReadError
 from ..kafka.producer import client_settings
 from ..kafka.topic_reader import iter_range_batches, reader_settings
@@ -127,8 +128,9 @@ class _RangeRead:
                                 self.config.sink.protocol, where, e)
                 self.counts["undecodable"] += 1
                 return
-            raise ReadError(f"cannot decode the {self.config.sink.protocol} message at {where}: {e}; check "
-                            "protocol and its options, or set on-error=skip to skip such messages") from None
+            raise ReadError(f"cannot decode the {self.config.sink.protocol} message at {where}: {e}"
+                            f"{compression_hint(message.value())}; check protocol and its options, or set "
+                            "on-error=skip to skip such messages") from None
         for event in events:
             if isinstance(event, WatermarkEvent):
                 self.watermark = max(self.watermark, event.ts)

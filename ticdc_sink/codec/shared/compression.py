@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+_LZ4_FRAME = b"\x04\x22\x4d\x18"  # an LZ4 frame's magic number
+
 
 def compress_values(values: pa.Array, compression: str) -> pa.Array:
     """Each message of ``values`` (null: none) compressed, as binary; ``values`` itself for ``none``."""
@@ -53,3 +55,10 @@ def _snappy_length(data: bytes) -> int:
             return length
         shift += 7
     raise OSError("no length varint at its start")
+
+
+def compression_hint(value: bytes | None) -> str:
+    """Why a message may not decode, where its bytes tell: an LZ4 frame read by a reader not told of it."""
+    if value is not None and value[:4] == _LZ4_FRAME:
+        return " (the message is an LZ4 frame: give large-message-handle-compression=lz4)"
+    return ""
