@@ -83,6 +83,7 @@ from ticdc_sink.redact import mask_url
 from ticdc_sink.sink.task import WritePlan
 
 CORES = os.cpu_count() or 1
+ENCODE_BATCH_ROWS = 10_000  # an encode-only run's Arrow batches
 # Each protocol's encode-only vs its hand-written encode step (STANDARD_SERIALIZER): 10x for the JSON protocols,
 # 5x where the hand-written one has a compiled serialiser (Avro's AvroSerializer, Simple's fastavro).
 ENCODE_TARGETS = {"canal-json": 10.0, "open-protocol": 10.0, "debezium": 10.0, "simple": 10.0, "avro": 5.0,
@@ -161,8 +162,10 @@ def encode_options(protocol: str, registry: str | None) -> dict[str, str]:
 
 
 def encode_sink(table: pa.Table, protocol: str, registry: str | None = None,
-                profile: cProfile.Profile | None = None) -> Result:
-    options = encode_options(protocol, registry)
+                profile: cProfile.Profile | None = None, extra: dict[str, str] | None = None,
+                name: str | None = None) -> Result:
+    """The sink's encode-only run of ``table`` (``extra``: more options, and the row's ``name`` says which)."""
+    options = {**encode_options(protocol, registry), **(extra or {})}
     config, topic = parse_options(options), topic_written(options)
     layout = spark_layout(config)
 
@@ -175,7 +178,7 @@ def encode_sink(table: pa.Table, protocol: str, registry: str | None = None,
 
         return encode
 
-    batches = table.to_batches(max_chunksize=10_000)
+    batches = table.to_batches(max_chunksize=ENCODE_BATCH_ROWS)
     fresh_encode()(batches[0])  # a warm-up by an encoder of its own: first calls import and look up kernels
     encode = fresh_encode()
     if profile:
@@ -185,7 +188,7 @@ def encode_sink(table: pa.Table, protocol: str, registry: str | None = None,
     elapsed = time.perf_counter() - started
     if profile:
         profile.disable()
-    return Result("encode", f"ticdc-sink {protocol}", table.num_rows, elapsed, size / 1e6)
+    return Result("encode", name or f"ticdc-sink {protocol}", table.num_rows, elapsed, size / 1e6)
 
 
 def encode_handwritten(table: pa.Table, protocol: str, name: str, serializer) -> Result:
@@ -1327,18 +1330,6 @@ def read_section(reads: ReadRuns, args, registry_name: str | None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def with_read_section(existing: str, section: str) -> str:
-    """``existing`` results with ``section`` in place of their read section (else before the Soak section, else
-    last): a ``--read-only`` run keeps every other section."""
-    if READ_SECTION_START in existing and READ_SECTION_END in existing:
-        head, _, rest = existing.partition(READ_SECTION_START)
-        return head + section + rest.partition(READ_SECTION_END + "\n")[2]
-    if SOAK_SECTION in existing:
-        head, _, soak = existing.partition(SOAK_SECTION)
-        return head + section + "\n" + SOAK_SECTION + soak
-    return (existing or "# Benchmark results\n") + "\n" + section
-
-
 # ---------------------------------------------------------------------------
 # The run
 
@@ -1418,6 +1409,70 @@ def encode_runs(table: pa.Table, protocol: str, registry: str | None, avro: Avro
     return results, encoder_profile(table, protocol, registry)
 
 
+CLAIM_CHECK_SECTION_START = "<!-- claim-check: bench/run.py --claim-check-only rewrites this section -->"
+CLAIM_CHECK_SECTION_END = "<!-- /claim-check -->"
+# Over every feed row's Canal-JSON message (1.1 KB and more), above its claim-check message (about 450 bytes).
+CLAIM_CHECK_LIMIT = 700
+CLAIM_CHECK_ROWS = 100_000
+
+
+def claim_check_section(feed: pa.Table, turns: int) -> str:
+    """Canal-JSON encoded with its defaults and with claim-check to a local directory, every row over
+    max-message-bytes, in turns: what keeping each row whole in the storage costs beside the default encoder.
+    On the feed's first CLAIM_CHECK_ROWS rows: a million files in one directory would time the filesystem."""
+    table = feed.slice(0, CLAIM_CHECK_ROWS)
+    with_extension = {"enable-tidb-extension": "true"}
+    kept: list[int] = []  # objects per claim-check turn
+
+    def claim_check() -> Result:
+        with tempfile.TemporaryDirectory(prefix="bench-claim-check-") as storage:  # a turn's own, then removed
+            extra = {**with_extension, "large-message-handle-option": "claim-check",
+                     "max-message-bytes": str(CLAIM_CHECK_LIMIT), "claim-check-storage-uri": f"file://{storage}"}
+            name = (f"ticdc-sink canal-json, enable-tidb-extension, claim-check to file:// "
+                    f"(max-message-bytes={CLAIM_CHECK_LIMIT}: every row kept whole)")
+            result = encode_sink(table, "canal-json", extra=extra, name=name)
+            kept.append(sum(1 for _ in Path(storage).iterdir()))
+        return result
+
+    results = in_turns({"default": lambda: encode_sink(table, "canal-json", extra=with_extension,
+                                                         name="ticdc-sink canal-json, enable-tidb-extension"),
+                        "claim-check": claim_check}, turns, "claim-check")
+    default, claimed = results
+    warm_up = min(table.num_rows, ENCODE_BATCH_ROWS)  # encode_sink's warm-up encodes one batch first
+    every_row = all(objects == table.num_rows + warm_up for objects in kept)
+    kept_text = ("kept every row whole: one object per row" if every_row else
+                 f"wrote {', '.join(f'{objects:,}' for objects in kept)} objects (warm-up included)")
+    lines = [
+        CLAIM_CHECK_SECTION_START, "## Claim-check (one core)", "",
+        f"Measured by `{command_text()}` on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
+        f"{reader_revision()}. Machine: {machine()}. Encode-only, as the encode section, on the feed's first "
+        f"{table.num_rows:,} rows (a file per row: more would time the directory's growth); the claim-check run "
+        f"{kept_text}, as `<uuid>.json` `{{key, value}}` in base64, in the machine's temporary directory, before it "
+        "returned each batch's messages; its MB/s are those of the Kafka messages it made. The comparison is the "
+        "same encoder with its defaults, in the same run.", "",
+        "| what | rows | seconds | rows/s | MB/s | note |", "|---|---:|---:|---:|---:|---|",
+    ]
+    for r in results:
+        mb = f"{r.megabytes / r.seconds:.1f}" if r.megabytes else ""
+        lines.append(f"| {r.name} | {r.rows:,} | {r.seconds:.2f} | {r.rows_per_second:,.0f} | {mb} | {r.note} |")
+    lines += ["", f"Claim-check takes {default.rows_per_second / claimed.rows_per_second:.1f}x the default "
+              "encoder's time per row when every row is kept whole; rows under max-message-bytes cost what they "
+              "cost without it.", CLAIM_CHECK_SECTION_END]
+    return "\n".join(lines) + "\n"
+
+
+def with_section(existing: str, section: str, start: str, end: str) -> str:
+    """``existing`` results with ``section`` in place of the one between ``start`` and ``end`` (else before the
+    Soak section, else last): a run of one section keeps every other."""
+    if start in existing and end in existing:
+        head, _, rest = existing.partition(start)
+        return head + section + rest.partition(end + "\n")[2]
+    if SOAK_SECTION in existing:
+        head, _, soak = existing.partition(SOAK_SECTION)
+        return head + section + "\n" + SOAK_SECTION + soak
+    return (existing or "# Benchmark results\n") + "\n" + section
+
+
 def output_runs(args, path: Path, registry: str | None, avro: AvroTarget | None) -> tuple[list[Result], str]:
     """The runs that write to Kafka (bare producers, Spark jobs, memory) and the broker's description."""
     results = []
@@ -1463,16 +1518,19 @@ def parse_args(argv: list[str] | None):
     parser.add_argument("--read-only", action="store_true",
                         help="only the read section (real Kafka, Spark's Kafka source from Maven Central): it "
                              "replaces that section of --output and keeps the others")
+    parser.add_argument("--claim-check-only", action="store_true",
+                        help="only the claim-check section (encode-only, no broker): it replaces that section of "
+                             "--output and keeps the others")
     parser.add_argument("--output", type=Path,
                         help="default: bench/RESULTS.md for a complete run, bench/.data/PARTIAL.md for any other")
     parser.add_argument("--data-dir", type=Path, default=BENCH / ".data")
     args = parser.parse_args(argv)
-    if args.read_only and args.encode_only:
-        parser.error("--read-only and --encode-only exclude each other")
+    if sum((args.read_only, args.encode_only, args.claim_check_only)) > 1:
+        parser.error("--read-only, --encode-only and --claim-check-only exclude each other")
     if args.small:
         args.rows, args.rss_rows = min(args.rows, 20_000), min(args.rss_rows, 20_000)
     if args.output is None:  # only a complete run replaces the committed results
-        complete = (not args.small and not args.encode_only and args.rows == 1_000_000
+        complete = (not (args.small or args.encode_only or args.claim_check_only) and args.rows == 1_000_000
                     and args.rss_rows == 5_000_000 and args.protocols == list(BENCHED))
         args.output = BENCH / "RESULTS.md" if complete else args.data_dir / "PARTIAL.md"
     return args
@@ -1516,23 +1574,33 @@ def measured_report(args, path: Path, registry: str | None, registry_name: str |
         output_results, broker_name = output_runs(args, path, registry, avro)
         results += output_results
     services = f"Broker: {broker_name}." + (f" Schema Registry: {registry_name}." if registry_name else "")
-    return report(results, args, profiles, services, checks) + ("\n" + read_text if read_text else "")
+    claim_check = ""
+    if "canal-json" in args.protocols:
+        say("encode-only canal-json with claim-check to a local directory")
+        claim_check = "\n" + claim_check_section(read_feed(path), turns=1 if args.small else ENCODE_TURNS)
+    return report(results, args, profiles, services, checks) + claim_check + ("\n" + read_text if read_text else "")
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     say(f"writing the feed ({args.rows:,} rows) to {args.data_dir}")
     path = write_feed(args.data_dir / f"feed-{args.rows}.parquet", args.rows)
+    existing = args.output.read_text() if args.output.exists() else ""
     with schema_registry(args) as (registry, registry_name):
         # The reads first: Spark's Kafka source is on the classpath only of a JVM its session starts.
-        reading = args.read_only or not (args.small or args.encode_only)
+        reading = args.read_only or not (args.small or args.encode_only or args.claim_check_only)
         read_text = read_section(read_runs(args, path, registry), args, registry_name) if reading else ""
-        if args.read_only:
-            text = with_read_section(args.output.read_text() if args.output.exists() else "", read_text)
+        if args.claim_check_only:  # one section replaced, the others kept
+            shown = claim_check_section(read_feed(path), turns=1 if args.small else ENCODE_TURNS)
+            text = with_section(existing, shown, CLAIM_CHECK_SECTION_START, CLAIM_CHECK_SECTION_END)
+        elif args.read_only:
+            shown = read_text
+            text = with_section(existing, shown, READ_SECTION_START, READ_SECTION_END)
         else:
-            text = measured_report(args, path, registry, registry_name, read_text) + kept_soak_section(args.output)
+            text = shown = measured_report(args, path, registry, registry_name, read_text) + \
+                kept_soak_section(args.output)
     args.output.write_text(text)
-    print(read_text if args.read_only else text)
+    print(shown)
     say(f"written to {args.output}")
     return 0
 

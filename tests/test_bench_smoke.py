@@ -46,6 +46,7 @@ def test_the_harness_runs_every_measurement_and_writes_its_table(tmp_path):
     assert "The hand-written Debezium messages (json.dumps" in table
     assert ") equal the sink's byte for byte, keys and values with their schemas" in table
     assert "Schema Registry: the tests' in-process TEST DOUBLE" in table
+    assert "## Claim-check (one core)" in table and "| ticdc-sink canal-json, enable-tidb-extension, claim-check" in table
 
 
 def test_each_missed_target_is_explained_with_the_figures_that_measured_it(monkeypatch):
@@ -102,3 +103,17 @@ def test_the_stage_table_notes_what_sharing_the_cores_costs(monkeypatch):
     assert "canal-json, produce spent 4.0 µs/row of CPU (Python and librdkafka) in one process and 6.0 in 2 " \
            "at once (1.50x)" in text
     assert shared_cores_note(results[:1]) == []
+
+
+def test_the_claim_check_section_is_rewritten_alone(tmp_path):
+    output = tmp_path / "RESULTS.md"
+    output.write_text("# Benchmark results\n\n## Encode only (one core)\n\nkept\n")
+    for _ in range(2):  # a second run replaces the section the first one added
+        done = subprocess.run([sys.executable, str(ROOT / "bench" / "run.py"), "--small", "--claim-check-only",
+                               "--output", str(output), "--data-dir", str(tmp_path / "data")],
+                              capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    table = output.read_text()
+    assert table.startswith("# Benchmark results\n\n## Encode only (one core)\n\nkept\n")
+    assert table.count("## Claim-check (one core)") == 1
+    assert "kept every row whole: one object per row" in table and "| ticdc-sink canal-json, enable-tidb-extension |" in table
