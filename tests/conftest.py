@@ -192,7 +192,7 @@ def under_test(request, protocol):
     """The ``protocol`` of a test run for every protocol, with a registry (a fresh test double) for avro."""
     from protocols import ProtocolUnderTest
 
-    registry = request.getfixturevalue("schema_registry").url if protocol == "avro" else None
+    registry = request.getfixturevalue("schema_registry").url if protocol in ("avro", "debezium-avro") else None
     return ProtocolUnderTest(protocol, registry)
 
 

@@ -47,7 +47,8 @@ def with_base(**extra):
 
 # A protocol that has each protocol option, and what that protocol requires besides.
 PROTOCOL_OF = {name: protocol for protocol, options in PROTOCOL_OPTIONS.items() for name in options.option_fields()}
-REQUIRED = {"avro": {"topic": "t_{schema}_{table}", "schema-registry": "http://sr:8081"}}
+REQUIRED = {"avro": {"topic": "t_{schema}_{table}", "schema-registry": "http://sr:8081"},
+            "debezium-avro": {"schema-registry": "http://sr:8081"}}
 
 
 def parsed_value(option: str, attr: str, raw: str):
@@ -317,12 +318,12 @@ def test_every_protocol_has_a_codec():
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_every_protocol_parses(protocol):
-    registry = {"schema-registry": "http://sr:8081"} if protocol == "avro" else {}
+    registry = {"schema-registry": "http://sr:8081"} if protocol in ("avro", "debezium-avro") else {}
     assert parse_options(with_base(protocol=protocol, topic="t_{schema}_{table}", **registry)).protocol == protocol
 
 
 def test_protocols_are_the_design_list():
-    assert set(PROTOCOLS) == {"open-protocol", "canal-json", "avro", "debezium", "simple"}
+    assert set(PROTOCOLS) == {"open-protocol", "canal-json", "avro", "debezium", "simple", "debezium-avro"}
 
 
 @pytest.mark.parametrize("raw,value", [("Canal-JSON", "canal-json"), (" canal-json ", "canal-json"),

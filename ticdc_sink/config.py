@@ -17,7 +17,7 @@ from .errors import ConfigError
 from .option_values import APART, SETTINGS, OptionGroup, parse_choice
 
 # The protocols with a codec in ticdc_sink.codec (a test keeps the two in step).
-PROTOCOLS = ("open-protocol", "canal-json", "avro", "debezium", "simple")
+PROTOCOLS = ("open-protocol", "canal-json", "avro", "debezium", "simple", "debezium-avro")
 DISPATCHERS = ("default", "table", "index-value", "ts", "columns")
 DELIVERY_MODES = ("exactly-once", "at-least-once")
 ORDER_CHECKS = ("warn", "error", "off")

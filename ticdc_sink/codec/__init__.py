@@ -19,6 +19,9 @@ from .canal_json.options import CanalJSONOptions
 from .debezium.decoder import DebeziumDecoder
 from .debezium.encoder import DebeziumEncoder
 from .debezium.options import DebeziumOptions
+from .debezium_avro.decoder import DebeziumAvroDecoder
+from .debezium_avro.encoder import DebeziumAvroEncoder
+from .debezium_avro.options import DebeziumAvroOptions
 from .open_protocol.decoder import OpenProtocolDecoder
 from .open_protocol.encoder import OpenProtocolEncoder
 from .open_protocol.options import OpenProtocolOptions
@@ -34,6 +37,7 @@ _CODECS: dict[str, tuple[type[Encoder], type[Decoder]]] = {
     "avro": (AvroEncoder, AvroDecoder),
     "debezium": (DebeziumEncoder, DebeziumDecoder),
     "simple": (SimpleEncoder, SimpleDecoder),
+    "debezium-avro": (DebeziumAvroEncoder, DebeziumAvroDecoder),
 }
 PROTOCOL_OPTIONS: dict[str, type[ProtocolOptions]] = {
     "open-protocol": OpenProtocolOptions,
@@ -41,6 +45,7 @@ PROTOCOL_OPTIONS: dict[str, type[ProtocolOptions]] = {
     "avro": AvroOptions,
     "debezium": DebeziumOptions,
     "simple": SimpleOptions,
+    "debezium-avro": DebeziumAvroOptions,
 }
 
 

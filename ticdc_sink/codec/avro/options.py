@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from urllib.parse import urlsplit
 
 from ...config import SinkConfig
 from ...errors import ConfigError
@@ -29,10 +28,5 @@ class AvroOptions(RegistryOptions, ProtocolOptions):
         if not self.schema_registry:
             raise ConfigError("schema-registry", None, "required with protocol=avro: the Confluent Schema Registry "
                                                        "URL, e.g. http://registry:8081")
-        for one in self.schema_registry.split(","):
-            parts = urlsplit(one.strip())
-            if parts.scheme.lower() not in ("http", "https") or not parts.netloc:
-                raise ConfigError("schema-registry", self.schema_registry,
-                                  "an http:// or https:// URL (several joined by commas), "
-                                  "e.g. http://user:password@registry:8081")
+        self.check_registry_urls()
         return self

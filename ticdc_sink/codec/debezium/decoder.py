@@ -88,39 +88,51 @@ class DebeziumDecoder(Decoder):
         if schema is None:
             return {}
         rows = next(f for f in schema["fields"] if f["field"] in ("after", "before"))
-        return {f["field"]: (_column_type(f), self._converter(f)) for f in rows["fields"]}
+        return {f["field"]: (column_type(f), field_converter(f, self._zone, self._time_fsp.get(f["field"])))
+                for f in rows["fields"]}
 
-    def _converter(self, field: dict) -> Callable[[Any], Any]:
-        name, schema_type, tidb_type = field.get("name"), field["type"], field.get("tidb_type", "")
-        parameters = field.get("parameters", {})
-        if name == "io.debezium.time.Date":
-            return lambda days: (_EPOCH + dt.timedelta(days=days)).date()
-        if name == "io.debezium.time.Timestamp":
-            return lambda ms: _EPOCH + dt.timedelta(milliseconds=ms)
-        if name == "io.debezium.time.MicroTimestamp":
-            return lambda us: _EPOCH + dt.timedelta(microseconds=us)
-        if name == "io.debezium.time.ZonedTimestamp":
-            return lambda text: dt.datetime.fromisoformat(text).astimezone(self._zone).replace(tzinfo=None)
-        if name == "io.debezium.time.MicroTime":
-            fsp = self._time_fsp.get(field["field"])
-            return lambda us: _time_text(us, fsp)
-        if name == "io.debezium.data.Enum":
-            members = allowed_members(parameters.get("allowed", ""))
-            return lambda member: enum_index(members, member)
-        if name == "io.debezium.data.EnumSet":
-            members = allowed_members(parameters.get("allowed", ""), escaped=False)
-            return lambda names: set_bitmask(members, names)
-        if name == "io.debezium.data.Bits":
-            return lambda text: int.from_bytes(base64.b64decode(text), "little")
-        if schema_type == "boolean":  # BIT(1)
-            return int
-        if tidb_type == "bigint unsigned":
-            return unsigned_64  # TiCDC wrote the uint64's bits as an int64
-        if schema_type in ("float", "double"):
-            return Decimal if tidb_type == "decimal" else float
-        if tidb_type in _BINARY_TIDB_TYPES:
-            return base64.b64decode
-        return lambda v: v
+
+DECIMAL = "org.apache.kafka.connect.data.Decimal"
+
+
+def field_converter(field: dict, zone: ZoneInfo, time_fsp: int | None,
+                    raw_bytes: bool = False) -> Callable[[Any], Any]:
+    """How a column's value, as its Connect field schema types it, becomes the TiDB value: from JSON, where
+    bytes are base64 text, or (``raw_bytes``) from Avro, where they are bytes and decimals Connect's Decimal."""
+    name, schema_type, tidb_type = field.get("name"), field["type"], field.get("tidb_type", "")
+    parameters = field.get("parameters", {})
+    as_bytes = (lambda v: v) if raw_bytes else base64.b64decode
+    if name == "io.debezium.time.Date":
+        return lambda days: (_EPOCH + dt.timedelta(days=days)).date()
+    if name == "io.debezium.time.Timestamp":
+        return lambda ms: _EPOCH + dt.timedelta(milliseconds=ms)
+    if name == "io.debezium.time.MicroTimestamp":
+        return lambda us: _EPOCH + dt.timedelta(microseconds=us)
+    if name == "io.debezium.time.ZonedTimestamp":
+        return lambda text: dt.datetime.fromisoformat(text).astimezone(zone).replace(tzinfo=None)
+    if name == "io.debezium.time.MicroTime":
+        return lambda us: _time_text(us, time_fsp)
+    if name == "io.debezium.data.Enum":
+        members = allowed_members(parameters.get("allowed", ""))
+        return lambda member: enum_index(members, member)
+    if name == "io.debezium.data.EnumSet":
+        members = allowed_members(parameters.get("allowed", ""), escaped=False)
+        return lambda names: set_bitmask(members, names)
+    if name == "io.debezium.data.Bits":
+        return lambda data: int.from_bytes(as_bytes(data), "little")
+    if name == DECIMAL:
+        return Decimal
+    if schema_type == "boolean":  # BIT(1)
+        return int
+    if tidb_type == "bigint unsigned":
+        return int if schema_type == "string" else unsigned_64  # TiCDC wrote the uint64's bits as an int64
+    if schema_type in ("float", "double"):
+        return Decimal if tidb_type == "decimal" else float
+    if tidb_type == "decimal":
+        return Decimal  # avro-decimal-handling-mode=string
+    if tidb_type in _BINARY_TIDB_TYPES:
+        return as_bytes
+    return lambda v: v
 
 
 # A field's type by its Connect schema, where the TiDB extension's ``tidb_type`` does not say it.
@@ -128,12 +140,12 @@ _CONNECT_NAMES = {"io.debezium.time.Date": "date", "io.debezium.time.Timestamp":
                   "io.debezium.time.MicroTimestamp": "datetime(6)", "io.debezium.time.ZonedTimestamp": "timestamp",
                   "io.debezium.time.MicroTime": "time", "io.debezium.time.Year": "year",
                   "io.debezium.data.Json": "json", "io.debezium.data.Enum": "enum", "io.debezium.data.EnumSet": "set",
-                  "io.debezium.data.Bits": "bit"}
+                  "io.debezium.data.Bits": "bit", DECIMAL: "decimal"}
 _CONNECT_TYPES = {"int8": "tinyint", "int16": "smallint", "int32": "int", "int64": "bigint", "float": "float",
                   "double": "double", "boolean": "bit(1)", "string": "text", "bytes": "blob"}
 
 
-def _column_type(field: dict) -> MySQLType:
+def column_type(field: dict) -> MySQLType:
     """A column's type from its field schema: ``tidb_type`` where the extension gives it, else what the Connect
     type and name tell; ENUM and SET members and BIT's width from the parameters."""
     name = field.get("name")
@@ -145,7 +157,9 @@ def _column_type(field: dict) -> MySQLType:
         return dataclasses.replace(t, elements=tuple(allowed_members(parameters.get("allowed", ""), escaped=False)))
     if name == "io.debezium.data.Bits":
         return dataclasses.replace(t, length=int(parameters.get("length", 1)))
-    if t.kind == "decimal":  # a double on the wire: no precision carried
+    if name == DECIMAL:  # Connect's Decimal (debezium-avro) carries them
+        return dataclasses.replace(t, length=int(parameters["precision"]), decimals=int(parameters["scale"]))
+    if t.kind == "decimal":  # a double or text on the wire: no precision carried
         return dataclasses.replace(t, length=None, decimals=None)
     return t
 

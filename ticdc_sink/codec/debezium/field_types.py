@@ -44,7 +44,7 @@ def field_schema(column: Column, extension: bool) -> str:
     """The column's field schema, compact JSON in TiCDC's order."""
     t = column.type
     parts = [f'"tidb_type":{quote_json(tidb_type(t), style=PLAIN)},'] if extension else []
-    schema_type, name, parameters = _schema_type(t)
+    schema_type, name, parameters = connect_type(t)
     parts.append(f'"type":"{schema_type}","optional":{"true" if column.nullable else "false"},')
     if name:
         parts.append(f'"name":"{name}","version":1,')
@@ -55,7 +55,7 @@ def field_schema(column: Column, extension: bool) -> str:
     return "{" + "".join(parts) + "}"
 
 
-def _schema_type(t: MySQLType) -> tuple[str, str | None, tuple[str, str] | None]:
+def connect_type(t: MySQLType) -> tuple[str, str | None, tuple[str, str] | None]:
     """(type, name, parameters) of a column's field schema."""
     if t.kind in _INTEGER_TYPES:
         return _INTEGER_TYPES[t.kind][t.unsigned], None, None
@@ -101,9 +101,9 @@ def value_fragments(values: pa.Array, column: Column, time_zone: str) -> pa.Arra
     if t.kind == "set":
         return json_fragments(set_names(values, t.elements), style=PLAIN)
     if t.kind == "date":
-        return bare_fragments(_two_digit_years(values.cast(pa.int32()), days=True).cast(pa.string()))
+        return bare_fragments(two_digit_years(values.cast(pa.int32()), days=True).cast(pa.string()))
     if t.kind == "datetime":
-        micros = _two_digit_years(values.cast(pa.timestamp("us")).cast(pa.int64()), days=False)
+        micros = two_digit_years(values.cast(pa.timestamp("us")).cast(pa.int64()), days=False)
         return bare_fragments((micros if t.fsp > 3 else pc.divide(micros, 1000)).cast(pa.string()))
     if t.kind == "timestamp":
         return json_fragments(timestamp_text(values, t.fsp, "UTC", separator="T", suffix="Z"), escape=False)
@@ -141,7 +141,7 @@ _EXACT_INTEGERS = 2**53
 _EXACT_POWERS_OF_TEN = 22
 
 
-def _two_digit_years(numbers: pa.Array, days: bool) -> pa.Array:
+def two_digit_years(numbers: pa.Array, days: bool) -> pa.Array:
     """Epoch days (or microseconds) with years 0-69 read as 2000-2069 and 70-99 as 1970-1999."""
     limit = _FIRST_FOUR_DIGIT_DAY if days else _FIRST_FOUR_DIGIT_DAY * 86_400_000_000
     early = pc.fill_null(pc.less(numbers, pa.scalar(limit, numbers.type)), False)

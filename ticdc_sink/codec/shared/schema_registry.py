@@ -7,6 +7,7 @@ import functools
 import struct
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 from ...config import SinkConfig
 from ...errors import ConfigError, TiCDCSinkError
@@ -28,6 +29,15 @@ class RegistryOptions(OptionGroup):
 
     schema_registry: str | None = None
     schema_registry_settings: tuple[tuple[str, str], ...] = field(default=(), metadata={SETTINGS: True})
+
+    def check_registry_urls(self) -> None:
+        """Each URL of ``schema-registry`` is an http:// or https:// one."""
+        for one in (self.schema_registry or "").split(","):
+            parts = urlsplit(one.strip())
+            if parts.scheme.lower() not in ("http", "https") or not parts.netloc:
+                raise ConfigError("schema-registry", self.schema_registry,
+                                  "an http:// or https:// URL (several joined by commas), "
+                                  "e.g. http://user:password@registry:8081")
 
 
 class SchemaRegistryFailure(TiCDCSinkError):

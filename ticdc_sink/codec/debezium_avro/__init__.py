@@ -1,0 +1,1 @@
+"""TiCDC's ``debezium-avro`` protocol: the Debezium envelope in Avro, with a Confluent Schema Registry."""

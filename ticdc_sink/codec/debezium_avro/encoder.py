@@ -1,0 +1,185 @@
+"""TiCDC's ``debezium-avro`` (TiCDC ``pkg/sink/codec/debezium/avro.go`` at pingcap/ticdc@b813e76f, added in
+pingcap/ticdc#5475; the goldens' ``tests/golden/debezium-avro/README.md``).
+
+A row change is one message, key and value in the Confluent wire format: the
+key a record of the handle-key columns, the value the envelope ``before``,
+``after``, ``source`` (``version`` 2.4.0.Final, ``connector`` TiCDC, the
+cluster, the commit's physical ms, the database and table, ``commit_ts`` and
+``cluster_id``), ``op`` (``c``, ``u``, ``d``) and ``ts_ms`` (the clock); there
+is no ``transaction``.  An insert has no ``before``, a delete no ``after`` (and
+no tombstone follows), an update its old row where the input has one.  The
+schemas (``schema.py``) are registered under ``<topic>-key`` and
+``<topic>-value`` the first time a task writes a table to a topic.  Values are
+Debezium's (``debezium/field_types.py``) in Avro types: days, epoch milli- or
+microseconds, TIMESTAMP as UTC text, TIME as microseconds, Connect's Decimal
+(or text), binary strings and BIT(n) as bytes.  Records are built a column at a
+time (``shared/avro_binary.py``).  Nothing is compressed, and large messages
+are refused, as in TiCDC.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ...changes.contract import OP_DELETE, OP_UPDATE, ChangeBatch
+from ...config import SinkConfig
+from ...dispatch import Routing
+from ...errors import ContractError
+from ...kafka.messages import Messages
+from ...render import bit_bytes, decimal_text, enum_names, join, set_names, timestamp_text, value_text
+from ...table.schema import Column, TableSchema
+from ...tso import TSO_LOGICAL_BITS
+from ..base import Encoder
+from ..debezium.encoder import CONNECTOR_VERSION
+from ..debezium.field_types import two_digit_years
+from ..shared.assembly import row_messages
+from ..shared.avro_binary import booleans, concat, decimal_bytes, fixed_width, length_prefixed, nullable, varints
+from ..shared.schema_registry import UsesSchemaRegistry, check_client_settings, confluent_header
+from .schema import decimal_precision, envelope_schema, key_schema, schema_text
+
+_NULL = b"\x00"  # a union's null branch
+_VALUE = b"\x02"  # a union's second branch
+_OPS = pa.array([None, b"\x02c", b"\x02u", b"\x02d"], pa.binary())  # op by the contract's op codes, Avro strings
+_MAX_LONG = 2**63 - 1
+
+
+def _string(text: str) -> bytes:
+    data = text.encode()
+    return varints(np.array([len(data)])).to_pylist()[0] + data
+
+
+class DebeziumAvroEncoder(UsesSchemaRegistry, Encoder):
+    """Keys and values of one table shape, its schemas registered once per topic and table in a task."""
+
+    def __init__(self, config: SinkConfig, table: TableSchema | None, **context):
+        super().__init__(config, table, **context)
+        cluster = self.options.cluster_id
+        self._cluster = _string(cluster)
+        self._schemas: dict[tuple[str, str, str], _Headers] = {}
+        if table is None:  # control events only, and the sink sends none (options.py)
+            return
+        check_client_settings(config)  # the client itself is built when the task first needs it
+        self._key_columns = [c for c in table.columns if c.handle_key]
+        # The source record's constant stretches, between its per-row fields (ts_ms, db, table, commit_ts).
+        self._source_head = _string(CONNECTOR_VERSION) + _string("TiCDC") + self._cluster
+        self._source_middle = _NULL  # snapshot: null
+        # server_id 0, gtid null, file "", pos 0, row 0, thread null, query null.
+        self._source_after_table = b"\x00" + _NULL + _string("") + b"\x00" + b"\x00" + _NULL + _NULL
+
+    def encode_rows(self, batch: ChangeBatch, routing: Routing) -> Messages:
+        """One message per row: the key record of the handle key, the envelope of the change."""
+        n = batch.num_rows
+        columns = self.table.columns
+        after = concat([self._field(batch.columns[c.name], c, batch) for c in columns], n)
+        is_delete, is_update = batch.ops == OP_DELETE, batch.ops == OP_UPDATE
+        before_part = pc.if_else(pa.array(is_delete), pc.binary_join_element_wise(_VALUE, after, b""), _NULL)
+        if batch.before is not None and is_update.any():
+            rows = pa.array(np.flatnonzero(is_update))
+            old = concat([self._field(batch.before[c.name].take(rows), c, batch) for c in columns], len(rows))
+            before_part = pc.replace_with_mask(before_part, pa.array(is_update),
+                                               pc.binary_join_element_wise(_VALUE, old, b""))
+        after_part = pc.if_else(pa.array(is_delete), _NULL, pc.binary_join_element_wise(_VALUE, after, b""))
+        key_headers, value_headers = self._row_headers(batch, routing)
+        envelope = concat([value_headers, before_part, after_part,
+                           *self._source(batch), _OPS.take(pa.array(batch.ops)), varints(np.array([self.clock()]))
+                           .to_pylist()[0]], n)
+        key_record = concat([self._field(batch.columns[c.name], c, batch) for c in self._key_columns], n)
+        keys = concat([key_headers, key_record], n)
+        return row_messages(self.config, batch, routing, keys, envelope)
+
+    def _field(self, values: pa.Array, column: Column, batch: ChangeBatch) -> pa.Array:
+        """A column as its field of the row record: every column is a ``["null", T]`` union."""
+        return nullable(avro_values(values, column, self.config, batch), values.is_null())
+
+    def _source(self, batch: ChangeBatch) -> list:
+        commit_ts = batch.commit_ts.view(np.int64)
+        return [self._source_head, varints(commit_ts >> TSO_LOGICAL_BITS), self._source_middle,
+                length_prefixed(batch.databases), length_prefixed(batch.tables), self._source_after_table,
+                varints(commit_ts), self._cluster]
+
+    def _headers(self, topic: str, database: str, table: str) -> "_Headers":
+        """The Confluent headers of a table's key and value on a topic, registering their schemas the first time
+        (the key's first, as TiCDC does; tables sharing a topic share its subjects, as in TiCDC)."""
+        known = self._schemas.get((topic, database, table))
+        if known is None:
+            cluster, columns = self.options.cluster_id, self.table.columns
+            key = self.registry.register(
+                f"{topic}-key", schema_text(key_schema(self._key_columns, cluster, database, table, self.config)),
+                f"the key schema of {database}.{table}")
+            value = self.registry.register(
+                f"{topic}-value", schema_text(envelope_schema(columns, cluster, database, table, self.config)),
+                f"the value schema of {database}.{table}")
+            known = self._schemas[(topic, database, table)] = _Headers(confluent_header(key), confluent_header(value))
+        return known
+
+    def _row_headers(self, batch: ChangeBatch, routing: Routing) -> tuple:
+        """Each row's key and value header, by its topic and table (a constant where the batch has one)."""
+        topic_of_row = routing.topic_of_row if len(routing.topics) > 1 else np.zeros(batch.num_rows, np.int32)
+        places = join(pa.array(topic_of_row).cast(pa.string()), "\x00", batch.databases, "\x00", batch.tables)
+        distinct = pc.unique(places)
+        headers = []
+        for place in distinct.to_pylist():
+            topic, database, table = place.split("\x00")
+            headers.append(self._headers(routing.topics[int(topic)], database, table))
+        if len(headers) == 1:
+            return headers[0].key, headers[0].value
+        row_place = pc.index_in(places, value_set=distinct)
+        return (pa.array([h.key for h in headers], pa.binary()).take(row_place),
+                pa.array([h.value for h in headers], pa.binary()).take(row_place))
+
+
+@dataclass(frozen=True)
+class _Headers:
+    key: bytes
+    value: bytes
+
+
+def avro_values(values: pa.Array, column: Column, config: SinkConfig, batch: ChangeBatch) -> pa.Array:
+    """Each row's value of a column in its Avro type (``schema.column_type``), encoded; nulls as anything (the
+    union says null)."""
+    t, options = column.type, config.protocol_options
+    if t.kind == "bigint" and t.unsigned:
+        if options.avro_bigint_unsigned_handling_mode == "string":
+            return length_prefixed(values.cast(pa.string()))
+        over = pc.fill_null(pc.greater(values, pa.scalar(_MAX_LONG, values.type)), False)
+        if pc.any(over).as_py():
+            row = int(np.flatnonzero(over.to_numpy(zero_copy_only=False))[0])
+            raise ContractError(column.name, values[row].as_py(), batch.row_key(row),
+                                "unsigned bigint value overflows avro long (TiCDC's error): set "
+                                "avro-bigint-unsigned-handling-mode=string")
+        return varints(pc.fill_null(values, 0).to_numpy(zero_copy_only=False).astype(np.int64))
+    if t.is_integer or t.kind in ("year", "time"):
+        return varints(pc.fill_null(values, 0).to_numpy(zero_copy_only=False))
+    if t.kind == "float":
+        return fixed_width(values, "<f4" if t.decimals is None else "<f8")  # FLOAT(M,D) is a double
+    if t.kind == "double":
+        return fixed_width(values, "<f8")
+    if t.kind == "decimal":
+        if options.avro_decimal_handling_mode == "string":
+            return length_prefixed(decimal_text(values))
+        return decimal_bytes(values, decimal_precision(t)[1])
+    if t.kind == "bit":
+        if t.length == 1:
+            return booleans(pc.not_equal(values, 0))
+        return length_prefixed(bit_bytes(values, (t.length + 7) // 8, "little"))
+    if t.kind == "enum":
+        return length_prefixed(enum_names(values, t.elements))
+    if t.kind == "set":
+        return length_prefixed(set_names(values, t.elements))
+    if t.kind == "date":
+        return varints(pc.fill_null(two_digit_years(values.cast(pa.int32()), days=True), 0)
+                       .to_numpy(zero_copy_only=False))
+    if t.kind == "datetime":
+        micros = two_digit_years(values.cast(pa.timestamp("us")).cast(pa.int64()), days=False)
+        numbers = pc.fill_null(micros, 0).to_numpy(zero_copy_only=False)
+        return varints(numbers if t.fsp > 3 else numbers // 1000)
+    if t.kind == "timestamp":
+        return length_prefixed(timestamp_text(values, t.fsp, "UTC", separator="T", suffix="Z"))
+    if t.is_string and t.binary:
+        return length_prefixed(values)
+    return length_prefixed(value_text(values, t, config.time_zone))
+

@@ -1,0 +1,30 @@
+"""debezium-avro's options (TiCDC's sink-URI and ``[sink]`` settings of the same names), with its registry's."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ...config import SinkConfig
+from ...errors import ConfigError
+from ..base import ProtocolOptions
+from ..shared.schema_registry import RegistryOptions
+
+
+@dataclass(frozen=True, repr=False)
+class DebeziumAvroOptions(RegistryOptions, ProtocolOptions):
+    enable_tidb_extension: bool = False  # tidb_type on every column field
+    avro_decimal_handling_mode: str = field(default="precise", metadata={"choices": ("precise", "string")})
+    avro_bigint_unsigned_handling_mode: str = field(default="long", metadata={"choices": ("long", "string")})
+    avro_enable_watermark: bool = False
+    cluster_id: str = "default"  # the ``source.name`` of every message, and the first part of its schema names
+
+    def resolve(self, config: SinkConfig, *, reading: bool = False) -> "DebeziumAvroOptions":
+        """TiCDC's rules: a registry to put the schemas in."""
+        if not self.schema_registry:
+            raise ConfigError("schema-registry", None, 'Debezium Avro protocol requires parameter "schema-registry" '
+                                                       "to specify the schema registry, e.g. http://registry:8081")
+        self.check_registry_urls()
+        if self.avro_enable_watermark and self.enable_tidb_extension and not reading:
+            raise ConfigError("avro-enable-watermark", "true", "debezium-avro's DDL and watermark events, which "
+                              "TiCDC sends for its own tests only, are not supported by the sink yet")
+        return self
