@@ -22,7 +22,7 @@ from protocols import ProtocolUnderTest
 
 pytestmark = [pytest.mark.spark, pytest.mark.broker]
 
-READ_PROTOCOLS = ["open-protocol", "canal-json", "avro", "debezium", "simple", "simple-avro"]
+READ_PROTOCOLS = ["open-protocol", "canal-json", "avro", "debezium", "simple", "simple-avro", "debezium-avro"]
 COLUMNS = [
     T.StructField("id", T.IntegerType(), False),
     T.StructField("b", T.BooleanType()),
@@ -72,12 +72,14 @@ def protocol_of(name: str, registry) -> tuple[ProtocolUnderTest, dict]:
     ``encoding-format=avro``); every protocol with the TiDB extension, which carries commit ts and ops."""
     if name == "simple-avro":
         return ProtocolUnderTest("simple"), {"encoding-format": "avro"}
+    if name == "debezium-avro":
+        return ProtocolUnderTest(name, registry.url), {"avro-bigint-unsigned-handling-mode": "string"}
     return ProtocolUnderTest(name, registry.url if name == "avro" else None), {}
 
 
 @pytest.fixture(params=READ_PROTOCOLS)
 def read_protocol(request):
-    registry = request.getfixturevalue("schema_registry") if request.param == "avro" else None
+    registry = request.getfixturevalue("schema_registry") if request.param in ("avro", "debezium-avro") else None
     return protocol_of(request.param, registry)
 
 

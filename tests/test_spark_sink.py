@@ -361,6 +361,29 @@ def test_column_selectors_that_give_a_dataframes_tables_different_columns_fail_t
         write_batch(spark, rows, options, schema=schema, partitions=1)
 
 
+@pytest.mark.parametrize("protocol", ["debezium-avro"])
+def test_debezium_avro_reads_back_through_avro_deserializer_as_the_input_rows(spark, broker, topic, under_test):
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+    from confluent_kafka.schema_registry.avro import AvroDeserializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    rows = [row(1), row(2, ts=1), row(1, op="UPDATE", ts=2, name="m", before=row_columns(row(1))),
+            row(2, op="DELETE", ts=3)]
+    write_batch(spark, rows, sink_options(broker, topic, under_test, partition="index-value"), partitions=1)
+    client = SchemaRegistryClient({"url": under_test.registry_url})
+    values = AvroDeserializer(client)
+    read = [values(m.value(), SerializationContext(topic, MessageField.VALUE))
+            for m in broker.read(topic, idle_seconds=1.0, expect=4)]
+    assert sorted((r["source"]["commit_ts"], r["op"]) for r in read) == [
+        (BASE_TS, "c"), (BASE_TS + 1, "c"), (BASE_TS + 2, "u"), (BASE_TS + 3, "d")]
+    by_op = {r["op"] + str(r["source"]["commit_ts"] - BASE_TS): r for r in read}
+    seen = lambda change: change["seen"].astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    expected = {k: v for k, v in row(1).items() if not k.startswith("_")} | {"seen": seen(row(1))}
+    assert by_op["c0"]["after"] == expected and by_op["c0"]["before"] is None
+    assert by_op["u2"]["before"] == expected and by_op["u2"]["after"] == {**expected, "name": "m1"}
+    assert by_op["d3"]["before"]["id"] == 2 and by_op["d3"]["after"] is None
+
+
 @pytest.mark.parametrize("protocol", ["canal-json", "open-protocol"])
 def test_delete_only_output_handle_key_columns_sends_deletes_by_their_key(spark, broker, topic, under_test):
     rows = [row(1), row(1, op="DELETE", ts=1)]
