@@ -173,12 +173,13 @@ def test_tail_shows_an_open_transactions_messages_only_when_asked_to_read_uncomm
     assert "INSERT shop.orders {id=1}" in uncommitted.stdout and "1 message(s) decoded" in uncommitted.stdout
 
 
-def test_tail_of_avro_needs_the_registry_in_one_line():
+@pytest.mark.parametrize("protocol", ["avro", "debezium-avro"])
+def test_tail_of_avro_needs_the_registry_in_one_line(protocol):
     result = run_cli("tail", "--bootstrap-servers", f"127.0.0.1:{closed_port()}", "--topic", "t",
-                     "--protocol", "avro")
+                     "--protocol", protocol)
     assert result.returncode == 1
-    assert output_lines(result) == ["[ticdc-sink] error: --protocol avro needs --schema-registry URL: the registry "
-                                    "the sink registered the schemas in"]
+    assert output_lines(result) == [f"[ticdc-sink] error: --protocol {protocol} needs --schema-registry URL: the "
+                                    "registry the sink registered the schemas in"]
 
 
 @pytest.mark.broker
@@ -428,6 +429,18 @@ def test_demo_of_avro_runs_against_the_registry_test_double():
     events = [line for line in out.splitlines() if line.startswith("  p")]
     assert len(events) == 10 and not [e for e in events if "WATERMARK" in e or " DDL " in e]
     assert "message(s) decoded" in out
+
+
+@pytest.mark.spark
+@pytest.mark.broker
+def test_demo_of_debezium_avro_shows_the_envelope_through_the_registry_test_double():
+    out = demo_output("--protocol", "debezium-avro", "--topic", "dbz-avro-demo")
+    assert "started a Schema Registry TEST DOUBLE at http://127.0.0.1:" in out
+    assert "\n  key:   00 | schema id 1 | " in out and "\n  value: 00 | schema id 2 | " in out
+    assert "UPDATE shop.orders {id=1} status: 1 (new) -> 2 (paid)" in out
+    events = [line for line in out.splitlines() if line.startswith("  p")]
+    assert len(events) == 10 and not [e for e in events if "WATERMARK" in e or " DDL " in e]
+    assert "back into a DataFrame: spark.read.format('ticdc')" in out
 
 
 @pytest.mark.spark

@@ -20,7 +20,7 @@ from ..codec.shared.schema_registry import SchemaRegistry, subject
 from ..kafka.client_log import ClientErrors
 from ..kafka.topic_reader import read_messages
 from .output import CommandError, say, spark_failure
-from .tail import enum_set_types, print_events, protocol_decoder
+from .tail import enum_set_types, print_events, protocol_decoder, uses_registry
 
 DEMO_DATABASE, DEMO_TABLE = "shop", "orders"
 # The writer takes amount's from its Spark type, decimal(10,2); a reader of Canal-JSON, which carries no precision,
@@ -86,7 +86,7 @@ def explain_topic(messages: list, protocol: str, schema_registry: str | None = N
     """What a reader of the topic meets before the decoded events: a raw message, offset gaps, watermarks."""
     first = next((m for m in messages if m.value() is not None), messages[0])
     say(f"one message as it is on the wire (partition {first.partition()}, offset {first.offset()}):")
-    if compression != "none" and protocol != "avro":
+    if compression != "none" and protocol not in ("avro", "debezium-avro"):
         say(f"large-message-handle-compression={compression}: what TiCDC compresses of a {protocol} message is in "
             f"{compression}'s bytes below; a consumer must be told (nothing in the message says so)")
     if protocol == "open-protocol":
@@ -114,6 +114,13 @@ def explain_topic(messages: list, protocol: str, schema_registry: str | None = N
         say("Avro has no DDL or watermark events (TiCDC sends none in this protocol), so the feed's ALTER TABLE "
             "is not in the topic; a DELETE is its key and a null value (a Kafka tombstone), and an UPDATE "
             "carries the new row only")
+    elif protocol == "debezium-avro":
+        say("a debezium-avro message is in the Confluent wire format (byte 00, the schema's registry id, the Avro "
+            "binary): its key a record of the row's key, its value Debezium's envelope (before, after, source with "
+            "the commit ts, op c/u/d, ts_ms), under the subjects <topic>-key and <topic>-value; TiCDC sends its DDL "
+            "and watermarks for its own tests only, so the feed's ALTER TABLE is not in the topic")
+        print(f"  key:   {_wire_hex(first.key())}")
+        print(f"  value: {_wire_hex(first.value())}", flush=True)
     else:
         if protocol == "debezium":
             say("a Debezium message is JSON: its key holds the row's key columns (here the primary key), its value "
@@ -129,7 +136,7 @@ def explain_topic(messages: list, protocol: str, schema_registry: str | None = N
         print(f"  value: {first.value().hex(' ') if avro_bytes else _wire_text(first.value())}", flush=True)
     say("offsets skip numbers: the sink writes in Kafka transactions, and each committed transaction "
         "leaves a control record (its commit marker) that takes an offset but holds no message")
-    if protocol != "avro":
+    if protocol not in ("avro", "debezium-avro"):
         say("WATERMARK ts is a TiDB TSO, physical milliseconds << 18 | logical counter (its UTC wall time is "
             "shown next to it): every change committed up to ts is in the partition before the watermark")
     enums = ("ENUM values as the decoder restores them, TiDB's index, with the name the message carries"
@@ -140,12 +147,12 @@ def explain_topic(messages: list, protocol: str, schema_registry: str | None = N
 @contextmanager
 def demo_registry(protocol: str, url: str | None) -> Iterator[str | None]:
     """Avro's schema registry for the demo: the one given, else the repository's Schema Registry TEST DOUBLE."""
-    if protocol != "avro" or url:
+    if not uses_registry(protocol) or url:
         yield url
         return
     path = Path(__file__).resolve().parents[2] / "tests" / "schema_registry_double.py"
     if not path.exists():
-        raise CommandError("the avro demo starts the Schema Registry test double of the repository's tests/ "
+        raise CommandError(f"the {protocol} demo starts the Schema Registry test double of the repository's tests/ "
                            f"folder, which is not at {path}: run it from a clone, or give --schema-registry URL")
     spec = importlib.util.spec_from_file_location("schema_registry_double", path)
     module = sys.modules[spec.name] = importlib.util.module_from_spec(spec)  # its dataclasses look it up there

@@ -8,9 +8,10 @@ from typing import Iterable, Mapping
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
-from ..codec import decoder_for
+from ..codec import PROTOCOL_OPTIONS, decoder_for
 from ..codec.base import DDLEvent, Decoder, RowEvent, WatermarkEvent
 from ..codec.shared.compression import compression_hint
+from ..codec.shared.schema_registry import RegistryOptions
 from ..ddl import ACTION_CODES
 from ..errors import DeliveryError, TiCDCSinkError
 from ..kafka.client_log import ClientErrors
@@ -126,14 +127,20 @@ def check_topic(bootstrap_servers: str, topic: str, timeout_seconds: float, erro
         raise CommandError(f"topic {topic!r} does not exist on {bootstrap_servers}")
 
 
+def uses_registry(protocol: str) -> bool:
+    """Whether the protocol's schemas are in a Schema Registry (avro, debezium-avro)."""
+    return issubclass(PROTOCOL_OPTIONS[protocol], RegistryOptions)
+
+
 def protocol_decoder(protocol: str, schema_registry: str | None, options: Mapping[str, str] | None = None) -> Decoder:
     """The decoder of the protocol with the writer's ``options`` (compression, claim-check storage, ...); Avro's
     reads its schemas from the registry."""
-    if protocol == "avro" and not schema_registry:
-        raise CommandError("--protocol avro needs --schema-registry URL: the registry the sink registered the "
-                           "schemas in")
+    registered = uses_registry(protocol)
+    if registered and not schema_registry:
+        raise CommandError(f"--protocol {protocol} needs --schema-registry URL: the registry the sink registered "
+                           "the schemas in")
     given = {"protocol": protocol, "topic": "-", "kafka.bootstrap.servers": "-", **(options or {})}
-    if protocol == "avro":
+    if registered:
         given["schema-registry"] = schema_registry
     return decoder_for(parse_options(given, reading=True))
 
