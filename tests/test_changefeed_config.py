@@ -39,8 +39,8 @@ def test_options_given_beside_the_file_win():
     ("[sink]\nintegrity = {integrity-check-level = 'correctness'}", "sink.integrity is not supported by the sink"),
     ("[sink.kafka-config]\nsasl-user = 'u'", "sink.kafka-config.sasl-user: Kafka client settings are given as "
                                                "kafka.<librdkafka setting> options"),
-    ("[sink.kafka-config.codec-config]\navro-enable-watermark = true",
-     "codec-config.avro-enable-watermark: the sink does not support it"),
+    ("[sink.kafka-config.codec-config]\navro-include-before-value = true",
+     "codec-config.avro-include-before-value: the sink does not support it"),
     ("[sink.kafka-config.large-message-handle]\nclaim-check-compression = 'lz4'",
      "large-message-handle.claim-check-compression: not a key of TiCDC's large-message-handle"),
     ("[sink]\nprotocol = ", "not a TOML file"),

@@ -16,8 +16,11 @@ from pyspark.sql import types as T
 
 from changefeed import build, schema
 from ticdc_sink.codec import decoder_for, encoder_for
+from ticdc_sink.codec.base import DDLEvent, WatermarkEvent
+from ticdc_sink.ddl import DDLChange, classify
 from ticdc_sink.dispatch import Routing
 from ticdc_sink.errors import ConfigError, ContractError
+from ticdc_sink.kafka.messages import BROADCAST
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "debezium-avro"
 COMMIT_TS = 449340000000000000  # source.ts_ms 1714096069335
@@ -207,10 +210,50 @@ def test_a_bigint_unsigned_over_a_long_is_refused_naming_the_row_unless_written_
         sent(schema_registry.url, FOO, [FOO_ROW], "t", **{**FOO_OPTIONS, "avro_bigint_unsigned_handling_mode": "long"})
 
 
+DDL_CLOCK_MS = 1701326309000  # the Debezium goldens' clock
+
+
+def control_encoder(registry_url: str, **options):
+    """The encoder of TiCDC's DDL test table (test.table1, id INT(10) primary key), cluster test_cluster."""
+    config, layout, _, _ = build(schema(("_op", T.StringType()), ("id", T.IntegerType(), False)), [],
+                                 protocol="debezium-avro", topic="t", schema_registry=registry_url, database="test",
+                                 table="table1", primary_key="id", column_types="id INT(10)", cluster_id="test_cluster",
+                                 **options)
+    return config, encoder_for(config, layout.table, clock=lambda: DDL_CLOCK_MS)
+
+
+def test_ddl_and_watermarks_are_debeziums_events_in_avro_with_avro_enable_watermark(schema_registry, registry):
+    config, encoder = control_encoder(schema_registry.url, enable_tidb_extension="true",
+                                      avro_enable_watermark="true")
+    statement = "RENAME TABLE test.table1 to test.table2"
+    ddl = encoder.encode_ddl(DDLChange("test", "table2", statement, 1, classify(statement)), "t")
+    assert ddl.partitions.tolist() == [BROADCAST]
+    assert_golden(ddl.keys[0].as_py(), "ddl-rename-table-key", registry)
+    assert_golden(ddl.values[0].as_py(), "ddl-rename-table-value", registry)
+    watermark = encoder.encode_watermark(3, ["t"])
+    assert_golden(watermark.keys[0].as_py(), "watermark-key", registry)
+    assert_golden(watermark.values[0].as_py(), "watermark-value", registry)
+    client = SchemaRegistryClient({"url": schema_registry.url})
+    assert set(client.get_subjects()) == {"io.debezium.connector.mysql.SchemaChangeKey",
+                                          "io.debezium.connector.mysql.SchemaChangeValue",
+                                          "test_cluster.watermark.Key", "test_cluster.watermark.Envelope"}
+    decoder = decoder_for(config)
+    assert decoder.carries_watermarks
+    assert decoder.decode(ddl.keys[0].as_py(), ddl.values[0].as_py()) == [
+        DDLEvent("test", "table2", statement, "ALTER", 1)]
+    assert decoder.decode(watermark.keys[0].as_py(), watermark.values[0].as_py()) == [WatermarkEvent(3)]
+
+
+@pytest.mark.parametrize("options", [{}, {"enable_tidb_extension": "true"}, {"avro_enable_watermark": "true"}])
+def test_without_both_settings_no_ddl_or_watermark_is_sent_as_in_ticdc(schema_registry, options):
+    _, encoder = control_encoder(schema_registry.url, **options)
+    statement = "RENAME TABLE test.table1 to test.table2"
+    assert encoder.encode_ddl(DDLChange("test", "table2", statement, 1, classify(statement)), "t") is None
+    assert encoder.encode_watermark(3, ["t"]) is None
+
+
 @pytest.mark.parametrize("options, says", [
     ({}, 'Debezium Avro protocol requires parameter "schema-registry"'),
-    ({"schema_registry": "http://r:8081", "enable_tidb_extension": "true", "avro_enable_watermark": "true"},
-     "not supported by the sink yet"),
     ({"schema_registry": "http://r:8081", "large_message_handle_option": "handle-key-only"},
      "protocol is debezium-avro, it's not supported"),
 ])

@@ -34,7 +34,7 @@ _SINK_KEYS = ("protocol", "schema-registry", "only-output-updated-columns", "del
               "send-bootstrap-in-msg-count", "send-bootstrap-to-all-partition")
 _KAFKA_KEYS = ("max-message-bytes", "partition-num", "replication-factor", "output-raw-change-event")
 _CODEC_KEYS = ("enable-tidb-extension", "max-batch-size", "avro-decimal-handling-mode",
-               "avro-bigint-unsigned-handling-mode", "encoding-format")
+               "avro-bigint-unsigned-handling-mode", "avro-enable-watermark", "encoding-format")
 # Keys that change nothing in the messages: how TiCDC schedules, retries or names its own work.
 _PASSED_OVER = {
     "sink": {"encoder-concurrency", "advance-timeout-in-sec", "enable-kafka-sink-v2", "transaction-atomicity",

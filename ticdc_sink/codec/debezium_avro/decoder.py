@@ -13,7 +13,7 @@ import fastavro
 from ...config import SinkConfig
 from ...table.mysql_types import MySQLType
 from ...table.type_grammar import parse_mysql_type, split_column_types
-from ..base import Decoder, RowEvent, WatermarkEvent
+from ..base import DDLEvent, Decoder, RowEvent, WatermarkEvent
 from ..debezium.decoder import column_type, field_converter
 from ..shared.schema_registry import UsesSchemaRegistry, split_confluent
 
@@ -32,6 +32,10 @@ class DebeziumAvroDecoder(UsesSchemaRegistry, Decoder):
                           for name, text in split_column_types(config.column_types or "")} if config else {}
         self._readers: dict[int, _Reader] = {}
 
+    @property
+    def carries_watermarks(self) -> bool:
+        return bool(self.options and self.options.enable_tidb_extension and self.options.avro_enable_watermark)
+
     def decode(self, key: bytes | None, value: bytes | None) -> list:
         if value is None:
             return []  # TiCDC sends no tombstones in this protocol
@@ -40,9 +44,13 @@ class DebeziumAvroDecoder(UsesSchemaRegistry, Decoder):
         op = envelope.get("op")
         if op == "m":
             return [WatermarkEvent(source["commit_ts"])]
+        if op is None and "ddl" in envelope:  # a schema-change event
+            changes = envelope.get("tableChanges") or []
+            return [DDLEvent(envelope.get("databaseName") or source.get("db", ""), source.get("table", ""),
+                             envelope["ddl"], changes[0]["type"] if changes else "", source.get("commit_ts"))]
         if op not in _ROW_KINDS:
-            raise ValueError(f"a debezium-avro message with op {op!r}: the sink reads row changes (c, u, d) and "
-                             "watermarks (m)")
+            raise ValueError(f"a debezium-avro message with op {op!r}: the sink reads row changes (c, u, d), "
+                             "schema changes and watermarks (m)")
         kind = _ROW_KINDS[op]
         before, after = reader.row(envelope.get("before")), reader.row(envelope.get("after"))
         key_columns = []

@@ -19,27 +19,36 @@ are refused, as in TiCDC.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import io
+import json
 from dataclasses import dataclass
 
+import fastavro
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...changes.contract import OP_DELETE, OP_UPDATE, ChangeBatch
 from ...config import SinkConfig
+from ...ddl import DDLChange
 from ...dispatch import Routing
 from ...errors import ContractError
-from ...kafka.messages import Messages
+from ...kafka.messages import BROADCAST, Messages
 from ...render import bit_bytes, decimal_text, enum_names, join, set_names, timestamp_text, value_text
 from ...table.schema import Column, TableSchema
 from ...tso import TSO_LOGICAL_BITS
 from ..base import Encoder
-from ..debezium.encoder import CONNECTOR_VERSION
+from ..debezium.encoder import CONNECTOR_VERSION, DebeziumEncoder
 from ..debezium.field_types import two_digit_years
+from ..debezium.options import DebeziumOptions
 from ..shared.assembly import row_messages
 from ..shared.avro_binary import booleans, concat, decimal_bytes, fixed_width, length_prefixed, nullable, varints
+from ..shared.names import sanitize_name
 from ..shared.schema_registry import UsesSchemaRegistry, check_client_settings, confluent_header
-from .schema import decimal_precision, envelope_schema, key_schema, schema_text
+from .schema import (connect_to_avro, decimal_precision, envelope_schema, key_schema, namespace, schema_text,
+                     source_connect)
 
 _NULL = b"\x00"  # a union's null branch
 _VALUE = b"\x02"  # a union's second branch
@@ -115,6 +124,60 @@ class DebeziumAvroEncoder(UsesSchemaRegistry, Encoder):
                 f"the value schema of {database}.{table}")
             known = self._schemas[(topic, database, table)] = _Headers(confluent_header(key), confluent_header(value))
         return known
+
+    # -- control events: TiCDC builds them as Debezium's JSON events and converts them (avro.go encodeAvroMessage)
+
+    @property
+    def _sends_control_events(self) -> bool:
+        """TiCDC sends this protocol's DDL and watermarks with enable-tidb-extension and avro-enable-watermark."""
+        return self.options.enable_tidb_extension and self.options.avro_enable_watermark
+
+    @functools.cached_property
+    def _json(self) -> DebeziumEncoder:
+        """The Debezium JSON encoder of the table, whose DDL and watermark events these are made from."""
+        options = DebeziumOptions(enable_tidb_extension=True, cluster_id=self.options.cluster_id)
+        return DebeziumEncoder(dataclasses.replace(self.config, protocol="debezium", protocol_options=options),
+                               self.table, clock=self.clock)
+
+    def ddl_type(self, ddl: DDLChange) -> str | None:
+        return self._json.ddl_type(ddl) if self._sends_control_events else None
+
+    def check_ddl(self, ddl: DDLChange) -> None:
+        if self._sends_control_events:
+            self._json.check_ddl(ddl)
+
+    def encode_ddl(self, ddl: DDLChange, topic: str) -> Messages | None:
+        """Debezium's schema-change event in Avro, to every partition of the topic (its source named after the
+        database)."""
+        messages = self._json.encode_ddl(ddl, topic) if self._sends_control_events else None
+        if messages is None:
+            return None
+        space = namespace(self.options.cluster_id, ddl.database)
+        return Messages.one(topic, BROADCAST, self._converted(messages.keys[0].as_py(), None),
+                            self._converted(messages.values[0].as_py(), space))
+
+    def encode_watermark(self, ts: int, topics: list[str]) -> Messages | None:
+        """Debezium's WATERMARK (``op`` m) in Avro, to every partition of every topic."""
+        if not self._sends_control_events:
+            return None
+        messages = self._json.encode_watermark(ts, topics)
+        space = f"{sanitize_name(self.options.cluster_id)}.watermark"
+        return Messages.to_every_partition(topics, self._converted(messages.keys[0].as_py(), None),
+                                           self._converted(messages.values[0].as_py(), space))
+
+    def _converted(self, message: str, source_space: str | None) -> bytes:
+        """A Debezium JSON event as TiCDC converts it: its schema to Avro (the source replaced by the Avro
+        branch's, named in ``source_space``), registered under its own name, and its payload in that schema."""
+        document = json.loads(message)
+        connect = document["schema"]
+        if source_space is not None:
+            connect["fields"] = [source_connect(source_space) if field["field"] == "source" else field
+                                 for field in connect["fields"]]
+        avro = connect_to_avro(connect)
+        schema_id = self.registry.register(connect["name"], schema_text(avro), f"the schema {connect['name']}")
+        out = io.BytesIO()
+        fastavro.schemaless_writer(out, fastavro.parse_schema(avro), document["payload"])
+        return confluent_header(schema_id) + out.getvalue()
 
     def _row_headers(self, batch: ChangeBatch, routing: Routing) -> tuple:
         """Each row's key and value header, by its topic and table (a constant where the batch has one)."""

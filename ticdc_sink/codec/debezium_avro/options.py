@@ -15,6 +15,7 @@ class DebeziumAvroOptions(RegistryOptions, ProtocolOptions):
     enable_tidb_extension: bool = False  # tidb_type on every column field
     avro_decimal_handling_mode: str = field(default="precise", metadata={"choices": ("precise", "string")})
     avro_bigint_unsigned_handling_mode: str = field(default="long", metadata={"choices": ("long", "string")})
+    # DDL and watermark events, with enable-tidb-extension only (TiCDC sends them for its own tests).
     avro_enable_watermark: bool = False
     cluster_id: str = "default"  # the ``source.name`` of every message, and the first part of its schema names
 
@@ -24,7 +25,4 @@ class DebeziumAvroOptions(RegistryOptions, ProtocolOptions):
             raise ConfigError("schema-registry", None, 'Debezium Avro protocol requires parameter "schema-registry" '
                                                        "to specify the schema registry, e.g. http://registry:8081")
         self.check_registry_urls()
-        if self.avro_enable_watermark and self.enable_tidb_extension and not reading:
-            raise ConfigError("avro-enable-watermark", "true", "debezium-avro's DDL and watermark events, which "
-                              "TiCDC sends for its own tests only, are not supported by the sink yet")
         return self

@@ -108,6 +108,55 @@ def _plain_field(name: str, avro_type: str, optional: bool) -> dict:
     return {"connect.field": name, "name": name, "type": avro_type}
 
 
+def source_connect(space: str) -> dict:
+    """The Debezium Connect schema of the source of a DDL or watermark event (codec.go's Avro branch): its
+    record named ``<space>.Source``."""
+    connect_types = {"string": "string", "long": "int64", "int": "int32"}
+    return {"type": "struct", "optional": False, "name": f"{space}.Source", "field": "source",
+            "fields": [{"type": connect_types[kind], "optional": optional, "field": name}
+                       for name, kind, optional in SOURCE_FIELDS]}
+
+
+def connect_to_avro(connect: dict, defined: set[str] | None = None) -> dict | str:
+    """A Debezium Connect schema as TiCDC's ``toAvroSchema`` makes it an Avro one: a struct becomes a record
+    (named once; then by its name), an array an array, a primitive its Avro type; ``optional`` fields a
+    ``["null", T]`` union defaulting to null; ``connect.*`` properties keep the Connect metadata."""
+    defined = set() if defined is None else defined
+    kind, name = connect["type"], connect.get("name")
+    if kind == "struct":
+        if name in defined:
+            return name
+        defined.add(name)
+        *space, short = name.split(".")
+        avro: dict = {"type": "record", "name": sanitize_name(short), "fields": [
+            _connect_field(field, defined) for field in connect["fields"]]}
+        if space:
+            avro["namespace"] = ".".join(sanitize_name(part) for part in space)
+    elif kind == "array":
+        avro = {"type": "array", "items": connect_to_avro(connect["items"], defined)}
+    else:
+        avro = {"type": _AVRO_PRIMITIVES[kind]}
+        if kind in ("int8", "int16"):
+            avro["connect.type"] = kind
+    if name:
+        avro["connect.name"] = name
+    if connect.get("version"):
+        avro["connect.version"] = connect["version"]
+    if connect.get("parameters"):
+        avro["connect.parameters"] = connect["parameters"]
+    return avro["type"] if len(avro) == 1 else avro
+
+
+def _connect_field(field: dict, defined: set[str]) -> dict:
+    avro_type = connect_to_avro(field, defined)
+    avro = {"connect.field": field["field"], "name": sanitize_name(field["field"]), "type": avro_type}
+    if field.get("optional"):
+        avro.update(type=["null", avro_type], default=None)
+    if "tidb_type" in field:
+        avro["tidb_type"] = field["tidb_type"]
+    return avro
+
+
 def schema_text(schema: dict) -> str:
     """As Go's ``json.Marshal`` writes the schema's maps: sorted keys, no spaces, HTML characters escaped."""
     text = json.dumps(schema, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
