@@ -18,7 +18,6 @@ from ..kafka.messages import Messages
 from ..option_values import OptionGroup
 from ..table.mysql_types import MySQLType
 from ..table.schema import TableSchema
-from .shared.assembly import handle_key_table
 from .shared.claim_check import ClaimCheckStorage
 from .shared.compression import compress, compress_values, decompress
 
@@ -57,13 +56,13 @@ class Encoder(ABC):
         self.config, self.table, self.clock = config, table, clock
         self.options = config.protocol_options  # the protocol's own options (its ``options.py``)
         if table is not None and config.large_message_handle_option == "handle-key-only":
-            handle_key_table(table, "large-message-handle-option")  # refuses a table without a handle key
+            table.handle_key_only("large-message-handle-option")  # refuses a table without a handle key
 
     @functools.cached_property
     def handle_key_only(self) -> "Encoder":
         """This protocol's encoder of the table's handle-key columns alone, whose messages are marked as TiCDC
         marks one standing for a row over max-message-bytes (large-message-handle-option=handle-key-only)."""
-        encoder = type(self)(self.config, handle_key_table(self.table, "large-message-handle-option"),
+        encoder = type(self)(self.config, self.table.handle_key_only("large-message-handle-option"),
                              clock=self.clock)
         encoder.marks_handle_key_only = True
         return encoder

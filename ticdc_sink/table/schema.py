@@ -171,9 +171,13 @@ class TableSchema:
         return dataclasses.replace(self, columns=kept, whole=self.whole or self,
                                    indexes=tuple(i for i in self.indexes if set(i.columns) <= kept_names))
 
-    def handle_key_only(self) -> "TableSchema":
+    def handle_key_only(self, option: str) -> "TableSchema":
         """The table as TiCDC's messages that carry only the handle key show it (a DELETE under
-        ``delete-only-output-handle-key-columns``, a row over max-message-bytes): its handle-key columns."""
+        ``delete-only-output-handle-key-columns``, a row over max-message-bytes): its handle-key columns.  A
+        table without a handle key is refused for ``option`` (TiCDC's messages would carry no column)."""
+        if self.keyless:
+            raise ConfigError(option, "true", "the table has no handle key (no primary key or NOT NULL unique key): "
+                              "name it with primary-key or unique-keys")
         return self.select([c.name for c in self.handle_columns])
 
     def column_named(self, name: str) -> Column:

@@ -29,7 +29,7 @@ from ...table.schema import Column, TableSchema
 from ...tso import tso_physical_ms
 from ..base import Encoder
 from ..shared import java_sql_types as java
-from ..shared.assembly import at_updates, handle_key_table, row_messages
+from ..shared.assembly import at_updates, row_messages
 from ..shared.ddl_types import CANAL_DDL_TYPES, CANAL_TYPE_NAMES, canal_ddl_type, ddl_type
 from ..shared.json_text import (changed_members_object, concat, json_fragments, latin1_json_fragments, object_parts,
                                 quote_json, quoted_names_of)
@@ -78,7 +78,7 @@ class CanalJSONEncoder(Encoder):
         # key only (and carry no onlyHandleKey mark), as the same encoder renders the table's handle-key shape;
         # nothing to do where the table is that shape already (the encoder of ``handle_key_only``).
         self._handle_key_deletes = None
-        shape = handle_key_table(table, "delete-only-output-handle-key-columns") \
+        shape = table.handle_key_only("delete-only-output-handle-key-columns") \
             if self.options.delete_only_output_handle_key_columns else table
         if len(shape.columns) < len(table.columns):
             self._handle_key_deletes = CanalJSONEncoder(config, shape, clock=self.clock)

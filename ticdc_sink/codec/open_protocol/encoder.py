@@ -28,7 +28,7 @@ from ...kafka.messages import BROADCAST, Messages
 from ...render import float_json_numbers, join, string_scalar, value_text
 from ...table.schema import Column, TableSchema
 from ..base import Encoder
-from ..shared.assembly import at_updates, check_sizes, handle_key_table, large_messages
+from ..shared.assembly import at_updates, check_sizes, large_messages
 from ..shared.ddl_types import ddl_type
 from ..shared.json_text import (PLAIN, bare_fragments, base64_fragments, changed_members_object, concat,
                                 go_quoted_fragments, json_fragments, object_parts, quote_json, quoted_names_of)
@@ -52,7 +52,7 @@ class OpenProtocolEncoder(Encoder):
             return
         self._heads = [_column_head(c) for c in table.columns]
         if self.options.delete_only_output_handle_key_columns:
-            handle_key_table(table, "delete-only-output-handle-key-columns")  # refuses a table without one
+            table.handle_key_only("delete-only-output-handle-key-columns")  # refuses a table without one
         handle = {c.name for c in table.handle_columns}
         self._handle_positions = [i for i, c in enumerate(table.columns) if c.name in handle]
 

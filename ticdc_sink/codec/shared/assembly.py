@@ -10,10 +10,9 @@ import pyarrow as pa
 from ...changes.contract import OP_UPDATE, ChangeBatch
 from ...config import SinkConfig
 from ...dispatch import Routing
-from ...errors import ConfigError, MessageTooLargeError
+from ...errors import MessageTooLargeError
 from ...kafka.messages import MESSAGE_OVERHEAD, Messages, byte_lengths
 from ...render import at_rows
-from ...table.schema import TableSchema
 
 if TYPE_CHECKING:
     from ..base import Encoder
@@ -87,12 +86,3 @@ def at_updates(batch: ChangeBatch, base: pa.Array | str,
     updates = pa.array(np.flatnonzero(is_update))
     before = {name: values.take(updates) for name, values in batch.before.items()}
     return at_rows(base, is_update, render(before, updates), batch.num_rows)
-
-
-def handle_key_table(table: TableSchema, option: str) -> TableSchema:
-    """The table as a message carrying only its handle key shows it, for ``option``; a table without a handle
-    key is refused (TiCDC's messages would carry no column, or fail at the first such row)."""
-    if table.keyless:
-        raise ConfigError(option, "true", "the table has no handle key (no primary key or NOT NULL unique key): "
-                          "name it with primary-key or unique-keys")
-    return table.handle_key_only()
