@@ -103,6 +103,14 @@ def test_help_has_no_rest_markup(command, capsys):
 # tail
 
 
+def test_the_console_scripts_usage_names_it():
+    script = os.path.join(os.path.dirname(sys.executable), "ticdc-sink")
+    usage = subprocess.run([script, "--help"], capture_output=True, text=True, timeout=60).stdout
+    assert usage.startswith("usage: ticdc-sink ")
+    assert subprocess.run([*CLI, "--help"], capture_output=True, text=True, timeout=60).stdout.startswith(
+        "usage: python -m ticdc_sink ")
+
+
 @pytest.mark.broker
 def test_tail_names_a_missing_topic(broker):
     result = run_cli("tail", "--bootstrap-servers", broker.bootstrap_servers, "--topic", f"missing-{uuid.uuid4().hex}",

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import argparse
 import logging
+import sys
 import time
+from pathlib import Path
 
 from ..broker import BrokerError
 from ..codec import PROTOCOLS
@@ -27,8 +29,13 @@ from .tail import run_tail
 _SILENT = logging.CRITICAL + 1
 
 
+def program_name() -> str:
+    """How the user ran the command line: the ``ticdc-sink`` console script, or ``python -m ticdc_sink``."""
+    return "ticdc-sink" if Path(sys.argv[0]).name == "ticdc-sink" else "python -m ticdc_sink"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m ticdc_sink", description=__doc__)
+    parser = argparse.ArgumentParser(prog=program_name(), description=__doc__)
     parser.set_defaults(verbose=False)  # broker has no Kafka client to be verbose about
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--verbose", action="store_true", help="show the Kafka client's (librdkafka's) log lines")
