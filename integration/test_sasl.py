@@ -66,3 +66,19 @@ def test_a_wrong_password_fails_before_any_task_in_one_line_naming_the_login(spa
                      str(failure.value)).group()
     assert "SASL authentication error" in line  # librdkafka's own words, from its error callback
     assert "not-the-password" not in str(failure.value)
+
+
+def test_tail_reads_a_secured_cluster_with_its_login_as_x_settings(spark, sasl_broker, topic):
+    import subprocess
+    import sys
+
+    write_batch(spark, ROWS, sink_options(sasl_broker, topic, SIMPLE, **login_options(sasl_broker.security)))
+    settings = [part for name, value in sasl_broker.security.items() for part in ("-X", f"{name}={value}")]
+    tail = [sys.executable, "-m", "ticdc_sink", "tail", "--bootstrap-servers", sasl_broker.bootstrap_servers,
+            "--topic", topic, "--protocol", "simple", "--idle-seconds", "2"]
+    result = subprocess.run([*tail, *settings], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "INSERT shop.orders {amount=1.25, id=1, name='n1'," in result.stdout  # Simple's members sorted
+    assert result.stdout.count("INSERT shop.orders") == len(ROWS)
+    refused = subprocess.run(tail, capture_output=True, text=True, timeout=120)  # without the login
+    assert refused.returncode == 1 and sasl_broker.security["sasl.password"] not in refused.stdout + refused.stderr

@@ -133,6 +133,30 @@ def test_tail_on_a_closed_port_fails_in_one_line_within_its_timeout():
     assert elapsed < 20
 
 
+def test_tail_takes_librdkafka_settings_and_names_one_it_does_not_know_without_the_secrets():
+    result = run_cli("tail", "--bootstrap-servers", f"127.0.0.1:{closed_port()}", "--topic", "t", "--protocol",
+                     "canal-json", "-X", "sasl.password=hunter2", "-X", "no.such.setting=1")
+    assert result.returncode == 1
+    [line] = output_lines(result)
+    assert "-X: " in line and "no.such.setting" in line and "hunter2" not in line
+
+
+@pytest.mark.broker
+def test_tail_reads_with_librdkafka_settings(broker, topic):
+    create_topic(broker.bootstrap_servers, topic)
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers})
+    producer.produce(topic, json.dumps({"id": 0, "database": "d", "table": "t", "pkNames": ["id"], "isDdl": False,
+                                        "type": "INSERT", "es": NEW_YEAR_MS, "ts": NEW_YEAR_MS, "sql": "",
+                                        "sqlType": {"id": 4}, "mysqlType": {"id": "int"}, "old": None,
+                                        "data": [{"id": "7"}]}).encode())
+    assert producer.flush(30) == 0
+    result = run_cli("tail", "--bootstrap-servers", broker.bootstrap_servers, "--topic", topic, "--protocol",
+                     "canal-json", "--idle-seconds", "1", "-X", "client.id=tail-with-settings",
+                     "-X", "fetch.wait.max.ms=100")
+    assert result.returncode == 0, result.stderr
+    assert "INSERT d.t {id=7}" in result.stdout
+
+
 def test_tail_rejects_bad_column_types_in_one_line():
     result = run_cli("tail", "--bootstrap-servers", f"127.0.0.1:{closed_port()}", "--topic", "t",
                      "--protocol", "canal-json", "--column-types", "status ENUM")

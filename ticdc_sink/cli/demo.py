@@ -164,14 +164,17 @@ def demo_registry(protocol: str, url: str | None) -> Iterator[str | None]:
 
 
 def run_demo(protocol: str, bootstrap_servers: str | None, topic: str, schema_registry: str | None = None,
-             options: dict[str, str] | None = None) -> int:
-    """``options``: more of the ticdc format's options, for the write, the decoder and the read back alike."""
+             options: dict[str, str] | None = None, kafka_settings: dict[str, str] | None = None) -> int:
+    """``options``: more of the ticdc format's options, for the write, the decoder and the read back alike;
+    ``kafka_settings``: librdkafka settings (``-X``), for every Kafka client of the demo."""
+    kafka_settings = kafka_settings or {}
+    options = {**{f"kafka.{key}": value for key, value in kafka_settings.items()}, **(options or {})}
     with demo_registry(protocol, schema_registry) as registry:
-        return _demo(protocol, bootstrap_servers, topic, registry, options or {})
+        return _demo(protocol, bootstrap_servers, topic, registry, options, kafka_settings)
 
 
 def _demo(protocol: str, bootstrap_servers: str | None, topic: str, schema_registry: str | None,
-          options: dict[str, str]) -> int:
+          options: dict[str, str], kafka_settings: dict[str, str]) -> int:
     broker = None
     if bootstrap_servers is None:
         say("starting the embedded Kafka broker (Tansu) ...")
@@ -221,7 +224,8 @@ def _demo(protocol: str, bootstrap_servers: str | None, topic: str, schema_regis
         except Exception as error:  # Spark's, carrying the task's failure
             raise CommandError(f"the write failed: {spark_failure(error)}") from None
         say(f"reading topic {topic!r} back, in partition order:")
-        messages = read_messages(bootstrap_servers, topic, idle_seconds=3, settings=ClientErrors().settings)
+        messages = read_messages(bootstrap_servers, topic, idle_seconds=3,
+                                 settings={**kafka_settings, **ClientErrors().settings})
         if not messages:
             raise CommandError(f"topic {topic!r} on {bootstrap_servers} has no messages")
         explain_topic(messages, protocol, schema_registry, options.get("large-message-handle-compression", "none"))

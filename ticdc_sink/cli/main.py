@@ -39,6 +39,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.set_defaults(verbose=False)  # broker has no Kafka client to be verbose about
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--verbose", action="store_true", help="show the Kafka client's (librdkafka's) log lines")
+    common.add_argument("-X", dest="kafka_settings", action="append", type=_option, default=[], metavar="KEY=VALUE",
+                        help="a librdkafka setting of the Kafka clients (repeatable), e.g. -X security.protocol=SASL_SSL "
+                             "-X sasl.mechanism=PLAIN -X sasl.username=U -X sasl.password=P")
     common.add_argument("-o", "--option", dest="options", action="append", type=_option, default=[],
                         metavar="NAME=VALUE",
                         help="an option of the ticdc format, as the writer took it (repeatable), e.g. "
@@ -93,12 +96,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "demo":
             return run_demo(args.protocol, args.bootstrap_servers, args.topic, args.schema_registry,
-                            dict(args.options))
+                            dict(args.options), dict(args.kafka_settings))
         if args.command == "broker":
             return run_broker()
         return run_tail(args.bootstrap_servers, args.topic, args.protocol, args.idle_seconds, args.max_messages,
                         args.timeout_seconds, args.column_types, args.schema_registry, args.read_uncommitted,
-                        dict(args.options))
+                        dict(args.options), dict(args.kafka_settings))
     except (CommandError, BrokerError, TiCDCSinkError) as e:
         complain(str(e))
         return 1

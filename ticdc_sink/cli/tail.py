@@ -112,9 +112,13 @@ def print_events(messages: Iterable, decoder: Decoder,
     return count
 
 
-def check_topic(bootstrap_servers: str, topic: str, timeout_seconds: float, errors: ClientErrors) -> None:
+def check_topic(bootstrap_servers: str, topic: str, timeout_seconds: float, errors: ClientErrors,
+                kafka_settings: Mapping[str, str] | None = None) -> None:
     """Fail in one line, within the timeout, when the brokers cannot be reached or the topic is missing."""
-    admin = AdminClient({"bootstrap.servers": bootstrap_servers, **errors.settings})
+    try:
+        admin = AdminClient({**(kafka_settings or {}), "bootstrap.servers": bootstrap_servers, **errors.settings})
+    except KafkaException as e:  # a setting librdkafka does not take; its message names it, not its value
+        raise CommandError(f"-X: {e.args[0].str()}") from None
     try:
         topics = admin.list_topics(timeout=timeout_seconds).topics
     except KafkaException as e:
@@ -147,17 +151,19 @@ def protocol_decoder(protocol: str, schema_registry: str | None, options: Mappin
 
 def run_tail(bootstrap_servers: str, topic: str, protocol: str, idle_seconds: float, max_messages: int | None,
              timeout_seconds: float, column_types: str | None, schema_registry: str | None = None,
-             read_uncommitted: bool = False, options: Mapping[str, str] | None = None) -> int:
+             read_uncommitted: bool = False, options: Mapping[str, str] | None = None,
+             kafka_settings: Mapping[str, str] | None = None) -> int:
+    """``kafka_settings``: librdkafka settings of the consumer (security, ...), as ``-X`` gives them."""
     try:
         enum_set_columns = enum_set_types(column_types or "")
     except TypeSyntaxError as e:
         raise CommandError(f"--column-types: {e}") from None
     decoder = protocol_decoder(protocol, schema_registry, options)
     errors = ClientErrors()
-    check_topic(bootstrap_servers, topic, timeout_seconds, errors)
+    check_topic(bootstrap_servers, topic, timeout_seconds, errors, kafka_settings)
     isolation = "read_uncommitted" if read_uncommitted else "read_committed"
     messages = iter_messages(bootstrap_servers, topic, idle_seconds=idle_seconds, max_messages=max_messages,
-                             settings={**errors.settings, "isolation.level": isolation})
+                             settings={**(kafka_settings or {}), **errors.settings, "isolation.level": isolation})
     try:
         count = print_events(messages, decoder, enum_set_columns)
     except (DeliveryError, KafkaException) as e:
