@@ -385,6 +385,21 @@ def test_broker_command_serves_until_interrupted(stop_signal, preexec_fn):
         socket.create_connection(("127.0.0.1", int(port)), timeout=5).close()
 
 
+def test_broker_command_serves_on_the_port_given_and_names_a_taken_one():
+    port = int(closed_port())
+    process = subprocess.Popen([*CLI, "broker", "--port", str(port)], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    try:
+        assert line_reader(process.stdout).get(timeout=60) == f"127.0.0.1:{port}"
+        taken = run_cli("broker", "--port", str(port))
+        assert taken.returncode == 1
+        assert output_lines(taken) == [f"[ticdc-sink] error: port {port} on 127.0.0.1 is taken: stop what serves "
+                                       "it, or choose another port"]
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=30)
+
+
 # ---------------------------------------------------------------------------
 # demo
 

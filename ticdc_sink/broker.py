@@ -84,10 +84,11 @@ class EmbeddedBroker:
     would not fit in memory, where nothing reads them back.
     """
 
-    def __init__(self, startup_timeout: float = 30.0, storage: str = "memory") -> None:
+    def __init__(self, startup_timeout: float = 30.0, storage: str = "memory", port: int | None = None) -> None:
+        """``port``: the loopback port to serve on (a free one when None)."""
         if storage not in _STORAGE_ENGINES:
             raise BrokerError(f"storage must be one of {', '.join(_STORAGE_ENGINES)}, got {storage!r}")
-        self.startup_timeout, self.storage = startup_timeout, storage
+        self.startup_timeout, self.storage, self.port = startup_timeout, storage, port
         self._process: subprocess.Popen[bytes] | None = None
         self._workdir: Path | None = None
         self._port: int | None = None
@@ -125,6 +126,14 @@ class EmbeddedBroker:
         atexit.register(self.stop)
         try:
             binary = _ensure_executable(binary, self._workdir)
+            if self.port is not None:
+                if not _port_is_free(self.port):
+                    raise BrokerError(f"port {self.port} on {_HOST} is taken: stop what serves it, or choose "
+                                      "another port")
+                self._spawn(binary, self.port)
+                if self._wait_until_ready(deadline):
+                    return self
+                raise BrokerError(f"port {self.port} on {_HOST} was taken while the broker started")
             for _ in range(_PORT_ATTEMPTS):
                 self._spawn(binary, _free_port())
                 if self._wait_until_ready(deadline):
@@ -285,6 +294,15 @@ def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind((_HOST, 0))
         return probe.getsockname()[1]
+
+
+def _port_is_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind((_HOST, port))
+        except OSError:
+            return False
+        return True
 
 
 def _accepts_connections(port: int, timeout: float) -> bool:

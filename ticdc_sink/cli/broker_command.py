@@ -12,12 +12,13 @@ from .output import CommandError, say
 _BROKER_CHECK_SECONDS = 1.0
 
 
-def run_broker() -> int:
-    """Serve the embedded broker until SIGINT or SIGTERM, then stop it: no Tansu process outlives the command."""
+def run_broker(port: int | None = None) -> int:
+    """Serve the embedded broker until SIGINT or SIGTERM, then stop it: no Tansu process outlives the command.
+    ``port``: the loopback port to serve on (a free one when None)."""
     # Both unwind as KeyboardInterrupt; SIGINT too, since a shell starts background jobs with SIGINT ignored.
     for stop_signal in (signal.SIGINT, signal.SIGTERM):
         signal.signal(stop_signal, signal.default_int_handler)
-    broker = EmbeddedBroker().start()  # stops what it started when it fails or is interrupted
+    broker = EmbeddedBroker(port=port).start()  # stops what it started when it fails or is interrupted
     try:
         address = broker.bootstrap_servers
         print(address, flush=True)

@@ -77,7 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     broker_help = ("run the embedded Kafka-compatible broker (Tansu, data in memory) until Ctrl-C or SIGTERM; "
                    "its address is the first line of output")
-    commands.add_parser("broker", help=broker_help, description=broker_help)
+    broker = commands.add_parser("broker", help=broker_help, description=broker_help)
+    broker.add_argument("--port", type=int, help="the loopback port to serve on (default: a free one), e.g. 9092")
     return parser
 
 
@@ -98,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
             return run_demo(args.protocol, args.bootstrap_servers, args.topic, args.schema_registry,
                             dict(args.options), dict(args.kafka_settings))
         if args.command == "broker":
-            return run_broker()
+            return run_broker(args.port)
         return run_tail(args.bootstrap_servers, args.topic, args.protocol, args.idle_seconds, args.max_messages,
                         args.timeout_seconds, args.column_types, args.schema_registry, args.read_uncommitted,
                         dict(args.options), dict(args.kafka_settings))
