@@ -4,16 +4,17 @@
 options of the README; ``order_changes`` lays a DataFrame out so that every
 key's changes reach Kafka in commit order; ``emit_ddl`` sends one DDL event on
 its own; ``register`` makes the source known to a session that did not find it
-by name.
+by name; ``from_delta_cdf`` turns a Delta Lake change data feed into the sink's input.
 """
 
 from .datasource import TiCDCDataSource, register
+from .delta import from_delta_cdf
 from .errors import ConfigError, ContractError, DeliveryError, MessageTooLargeError, TiCDCSinkError
 from .ordering import order_changes
 from .sink.driver import emit_ddl
 from .sink.order_check import OrderError
 
 __all__ = [
-    "TiCDCDataSource", "register", "order_changes", "emit_ddl", "TiCDCSinkError", "ConfigError", "ContractError",
+    "TiCDCDataSource", "register", "order_changes", "emit_ddl", "from_delta_cdf", "TiCDCSinkError", "ConfigError", "ContractError",
     "DeliveryError", "MessageTooLargeError", "OrderError",
 ]
