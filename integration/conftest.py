@@ -124,7 +124,7 @@ def broker():
     else:
         from ticdc_sink.broker import EmbeddedBroker
 
-        with EmbeddedBroker() as running:  # read uncommitted, as the unit suite reads it (README, Known limits)
+        with EmbeddedBroker() as running:  # read uncommitted, as the unit suite reads it (docs/limits.md)
             yield _unit.BrokerUnderTest(running.bootstrap_servers, "read_uncommitted")
 
 

@@ -1,5 +1,5 @@
 """Each dispatcher through Spark into a topic of several partitions: where each key's changes land, and that
-they are in commit-ts order there (the input partitioned by key and sorted by commit ts, as README, Order
+they are in commit-ts order there (the input partitioned by key and sorted by commit ts, as docs/input.md, "Order"
 asks)."""
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ key's changes in commit order within its Kafka partition.
 Each test records the time from the fault to the commit of the micro-batch it
 hit, and the error a user sees (the failed task's line in Spark's log, or the
 query's own error); the table goes to ``integration/.results/faults.md``, and
-from there to the README's Delivery section.
+from there to docs/delivery.md.
 
     python -m pytest -q integration/test_faults.py
 

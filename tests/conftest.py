@@ -35,7 +35,7 @@ def broker():
     consumers read it (read_committed); or the embedded one (Tansu) on a free
     loopback port, read uncommitted: its read_committed view shows aborted
     transactions anyway, and stops for good at a partition where two
-    transactions ended at the same moment (README, Known limits), so it would
+    transactions ended at the same moment (docs/limits.md), so it would
     only add waits and flakes, not checks.
     """
     external = os.environ.get("TICDC_SINK_TEST_BOOTSTRAP_SERVERS")

@@ -1,4 +1,4 @@
-"""The input contract (README.md, "The input contract"): metadata columns, conversions and the errors for bad rows."""
+"""The input contract (docs/input.md): metadata columns, conversions and the errors for bad rows."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Unit tests for ticdc_sink.config: options and sink-uri parsed into SinkConfig.
 
-The contract is README.md, "Options": TiCDC's sink-URI parameter names, Spark's
+The contract is docs/options.md: TiCDC's sink-URI parameter names, Spark's
 ``kafka.<key>`` convention, and one error naming the option, the value and
 what is allowed for every bad value, raised on the driver.
 """

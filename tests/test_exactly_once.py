@@ -1,4 +1,4 @@
-"""Delivery guarantees (README.md, "Delivery") under faults, against a real broker.
+"""Delivery guarantees (docs/delivery.md) under faults, against a real broker.
 
 ``exactly-once``: each task writes in a Kafka transaction with a transactional.id
 stable for (query, Spark partition) and records its batch in the same
@@ -390,7 +390,7 @@ def test_claim_check_objects_are_written_before_their_transaction_commits_and_an
 
     with pytest.raises(RuntimeError, match="the task dies here"):
         plan.write(failing_batches(), task)
-    # The aborted attempt's objects stay, pointed at by no committed message: what the README says to clean.
+    # The aborted attempt's objects stay, pointed at by no committed message: what docs/delivery.md says to clean.
     assert transaction_calls[-1] == ["init_transactions", "begin_transaction", "claim-check object",
                                      "claim-check object", "abort_transaction"], transaction_calls
     orphans = set(tmp_path.iterdir())

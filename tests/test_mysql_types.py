@@ -1,7 +1,7 @@
 """Unit tests for ticdc_sink.mysql_types: the MySQL type grammar, the Spark
 defaults, and the column model (flags, keys, handle) that every protocol uses.
 
-Expected values come from README.md, "Column types", and
+Expected values come from docs/input.md, "Column types", and
 reference/TICDC-ENCODING-FACTS.md section 0 ("MySQL type strings", "Column
 flag bits") and section 3 (Canal mysqlType), and where those are silent from
 TiDB's own source (cited next to the test).
@@ -558,7 +558,7 @@ def test_split_doubled_back_quote_in_name():
 
 
 # ---------------------------------------------------------------------------
-# default_mysql_type: README.md, "Column types"
+# default_mysql_type: docs/input.md, "Column types"
 
 
 @pytest.mark.parametrize(
@@ -710,7 +710,7 @@ def test_column_order_and_spark_type_are_kept():
     assert [c.spark_type for c in t.columns] == [T.IntegerType(), T.StringType(), T.DateType()]
 
 
-# Spark types that carry each declared MySQL type (README.md, "Column types")
+# Spark types that carry each declared MySQL type (docs/input.md, "Column types")
 @pytest.mark.parametrize(
     "spark,mysql",
     [

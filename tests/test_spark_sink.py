@@ -184,7 +184,7 @@ def test_sql_temporary_view_and_insert_with_options(spark, broker, topic):
 
 
 def test_insert_with_options_into_a_view_are_not_seen_by_the_sink(spark, broker, topic):
-    """Spark hands a Python data source only the view's OPTIONS; the README says to put every option there."""
+    """Spark hands a Python data source only the view's OPTIONS; docs/usage.md says to put every option there."""
     options = sink_options(broker, topic)
     quoted = ", ".join(f"'{k}'='{v}'" for k, v in options.items())
     spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW ticdc_with (id INT, name STRING) USING ticdc OPTIONS ({quoted})")
@@ -301,22 +301,29 @@ def test_emit_ddl_sends_one_event_to_partition_zero(broker, topic):
         (0, DDLEvent("shop", "orders", "CREATE TABLE orders (id INT PRIMARY KEY)", "CREATE", None))]
 
 
-def test_the_readmes_sql_example_keeps_each_keys_changes_in_commit_ts_order(spark, broker, topic):
-    """The README's Spark SQL statements, run as written (only the broker and the topic swapped in)."""
+@pytest.mark.parametrize("form", ["view", "table"])
+def test_the_documented_sql_keeps_each_keys_changes_in_commit_ts_order(spark, broker, topic, form):
+    """docs/usage.md's Spark SQL statements, run as written (only the broker and the topic swapped in): a view
+    with OPTIONS and INSERT INTO it, or a table without OPTIONS and INSERT INTO it WITH the options."""
     import pathlib
     import re
 
-    readme = (pathlib.Path(__file__).parent.parent / "README.md").read_text()
-    block = re.search(r"### Spark SQL\n\n```sql\n(.*?)```", readme, re.S).group(1)
-    create, insert = [s.strip() for s in block.split(";")[:2]]
-    assert create.startswith("CREATE TEMPORARY VIEW orders_cdc") and "SORT BY commit_ts" in insert
-    create = create.replace("'broker:9092'", f"'{broker.bootstrap_servers}'").replace("'topic'='orders'",
-                                                                                     f"'topic'='{topic}'")
+    usage = (pathlib.Path(__file__).parent.parent / "docs" / "usage.md").read_text()
+    block = re.search(r"## Spark SQL\n\n.*?```sql\n(.*?)```", usage, re.S).group(1)
+    statements = [" ".join(line for line in s.strip().splitlines() if not line.lstrip().startswith("--"))
+                  for s in block.split(";") if s.strip()]
+    create, insert = statements[:2] if form == "view" else statements[2:4]
+    assert create.startswith("CREATE TEMPORARY VIEW orders_cdc" if form == "view" else "CREATE TABLE orders_out")
+    assert "SORT BY commit_ts" in insert
+    statement = (create if form == "view" else insert).replace("'broker:9092'", f"'{broker.bootstrap_servers}'") \
+        .replace("'topic'='orders'", f"'topic'='{topic}'")
+    create, insert = (statement, insert) if form == "view" else (create, statement)
     keys, steps = 30, ["INSERT", "UPDATE", "DELETE"]
     changes = [(op, BASE_TS + step * keys + key, key, f"{op.lower()}{key}")
                for step, op in enumerate(steps) for key in range(keys)]
     spark.createDataFrame(changes, "op STRING, commit_ts BIGINT, id INT, name STRING").repartition(4) \
         .createOrReplaceTempView("changes")  # the changes arrive spread over Spark partitions
+    spark.sql("DROP TABLE IF EXISTS orders_out")
     spark.sql(create.replace("CREATE TEMPORARY VIEW", "CREATE OR REPLACE TEMPORARY VIEW"))
     spark.sql(insert)
     chains: dict[int, list[str]] = {}

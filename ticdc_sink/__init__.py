@@ -1,7 +1,7 @@
 """ticdc-sink: write Spark row changes to Kafka in TiCDC's message protocols.
 
 ``df.writeStream.format("ticdc")`` (or ``df.write.format("ticdc")``) with the
-options of the README; ``order_changes`` lays a DataFrame out so that every
+options of docs/options.md; ``order_changes`` lays a DataFrame out so that every
 key's changes reach Kafka in commit order; ``emit_ddl`` sends one DDL event on
 its own; ``register`` makes the source known to a session that did not find it
 by name; ``from_delta_cdf`` turns a Delta Lake change data feed into the sink's input.

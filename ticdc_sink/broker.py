@@ -11,7 +11,7 @@ consumers and reports wrong high watermarks, so code that needs either one
 must run against real Kafka. It also answers "earliest" (ListOffsets) with the
 batch written first, which under concurrent producers is not always offset 0,
 so readers here start at offset 0. And its read_committed view of a partition
-can stop for good where two transactions ended at once (README, Known limits),
+can stop for good where two transactions ended at once (docs/limits.md),
 so the tests read it uncommitted.
 """
 

@@ -1,4 +1,4 @@
-"""The input contract (README.md, "The input contract"): Arrow record batches -> validated ``ChangeBatch``es.
+"""The input contract (docs/input.md): Arrow record batches -> validated ``ChangeBatch``es.
 
 The driver checks the DataFrame's schema once and fixes an ``InputLayout``;
 each task then turns Arrow record batches into ``ChangeBatch``es: operations,

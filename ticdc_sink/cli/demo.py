@@ -255,7 +255,7 @@ def show_read_back(spark, bootstrap_servers: str, protocol: str, topic: str, sch
              .option("enable-tidb-extension", "true")
              .options(**({"schema-registry": schema_registry} if schema_registry else {}))
              .options(**options)
-             # The embedded broker's read_committed view can stall (README, Known limits); real Kafka's cannot.
+             # The embedded broker's read_committed view can stall (docs/limits.md); real Kafka's cannot.
              .options(**({"kafka.isolation.level": "read_uncommitted"} if embedded else {}))
              .load())
     frame.orderBy("_commit_ts").drop("_schema", "_table").show(truncate=False)

@@ -40,8 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--verbose", action="store_true", help="show the Kafka client's (librdkafka's) log lines")
     common.add_argument("-X", dest="kafka_settings", action="append", type=_option, default=[], metavar="KEY=VALUE",
-                        help="a librdkafka setting of the Kafka clients (repeatable), e.g. -X security.protocol=SASL_SSL "
-                             "-X sasl.mechanism=PLAIN -X sasl.username=U -X sasl.password=P")
+                        help="a librdkafka setting of the Kafka clients (repeatable), e.g. "
+                             "-X security.protocol=SASL_SSL -X sasl.mechanism=PLAIN -X sasl.username=U")
     common.add_argument("-o", "--option", dest="options", action="append", type=_option, default=[],
                         metavar="NAME=VALUE",
                         help="an option of the ticdc format, as the writer took it (repeatable), e.g. "

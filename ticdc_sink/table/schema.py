@@ -1,7 +1,7 @@
 """The column model every protocol encodes from: a DataFrame's table columns as MySQL columns, with their keys.
 
 Spark only knows its own types, so this is the one place where a Spark field
-becomes a MySQL column: the Spark types' default MySQL types (README.md,
+becomes a MySQL column: the Spark types' default MySQL types (docs/input.md,
 "Column types"), the ``column-types`` option and the ``mysql_type`` metadata
 that override them, and the key flags that TiCDC derives from the table's
 indexes.
@@ -75,7 +75,7 @@ def _spark_family(spark_type) -> str:
     return "other"
 
 
-# Which Spark type families can carry values of each MySQL kind (README.md, "Column types").
+# Which Spark type families can carry values of each MySQL kind (docs/input.md, "Column types").
 _ACCEPTS: dict[str, frozenset[str]] = {
     **{k: frozenset({"integral", "boolean"}) for k in INTEGER_KINDS},
     "year": frozenset({"integral"}),
@@ -143,7 +143,7 @@ class TableSchema:
     columns: tuple[Column, ...]
     indexes: tuple[Index, ...] = ()
     # True when neither a primary key nor a NOT NULL unique key exists, so every
-    # column forms the row key (README.md, "Keys").
+    # column forms the row key (docs/input.md, "Keys").
     keyless: bool = False
     # The table before column-selectors chose its columns (``select``); None when these are all of them.
     whole: "TableSchema | None" = None
