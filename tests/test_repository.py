@@ -75,3 +75,24 @@ def test_every_package_of_the_sink_is_installed():
     for package, files in setuptools["package-data"].items():
         for name in files:
             assert (ROOT / package.replace(".", "/") / name).exists(), (package, name)
+
+
+DOCUMENTS = ["README.md", "CONTRIBUTING.md", "ARCHITECTURE.md", "bench/README.md", "docs"]
+_RELATIVE_LINK = re.compile(r"\]\((?!https?://|#)([^)#\s]+)(?:#[^)]*)?\)")
+
+
+def test_every_relative_link_of_the_documentation_resolves():
+    files = [f for name in DOCUMENTS for f in ([ROOT / name] if (ROOT / name).is_file()
+                                               else sorted((ROOT / name).rglob("*.md")))]
+    assert len(files) > 10
+    broken = [f"{f.relative_to(ROOT)}: {target}" for f in files
+              for target in _RELATIVE_LINK.findall(f.read_text(encoding="utf-8"))
+              if not (f.parent / target).resolve().exists()]
+    assert broken == []
+
+
+def test_the_readme_is_read_in_minutes_and_opens_with_the_quickstart():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(readme.encode()) < 20_000
+    assert readme.split("\n## ")[1].startswith("Quickstart")
+    assert readme.splitlines().index("```python") < 80
