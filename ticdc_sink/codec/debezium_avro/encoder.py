@@ -44,7 +44,8 @@ from ..debezium.encoder import CONNECTOR_VERSION, DebeziumEncoder
 from ..debezium.field_types import two_digit_years
 from ..debezium.options import DebeziumOptions
 from ..shared.assembly import row_messages
-from ..shared.avro_binary import booleans, concat, decimal_bytes, fixed_width, length_prefixed, nullable, varints
+from ..shared.avro_binary import (booleans, concat, decimal_bytes, fixed_width, length_prefixed, long_bytes, nullable,
+                                  string_bytes, varints)
 from ..shared.names import sanitize_name
 from ..shared.schema_registry import UsesSchemaRegistry, check_client_settings, confluent_header
 from .schema import (connect_to_avro, decimal_precision, envelope_schema, key_schema, namespace, schema_text,
@@ -56,46 +57,41 @@ _OPS = pa.array([None, b"\x02c", b"\x02u", b"\x02d"], pa.binary())  # op by the 
 _MAX_LONG = 2**63 - 1
 
 
-def _string(text: str) -> bytes:
-    data = text.encode()
-    return varints(np.array([len(data)])).to_pylist()[0] + data
-
-
 class DebeziumAvroEncoder(UsesSchemaRegistry, Encoder):
     """Keys and values of one table shape, its schemas registered once per topic and table in a task."""
 
     def __init__(self, config: SinkConfig, table: TableSchema | None, **context):
         super().__init__(config, table, **context)
-        cluster = self.options.cluster_id
-        self._cluster = _string(cluster)
+        self._cluster = string_bytes(self.options.cluster_id)
         self._schemas: dict[tuple[str, str, str], _Headers] = {}
         if table is None:  # control events only, and the sink sends none (options.py)
             return
         check_client_settings(config)  # the client itself is built when the task first needs it
         self._key_columns = [c for c in table.columns if c.handle_key]
         # The source record's constant stretches, between its per-row fields (ts_ms, db, table, commit_ts).
-        self._source_head = _string(CONNECTOR_VERSION) + _string("TiCDC") + self._cluster
-        self._source_middle = _NULL  # snapshot: null
+        self._source_head = string_bytes(CONNECTOR_VERSION) + string_bytes("TiCDC") + self._cluster
         # server_id 0, gtid null, file "", pos 0, row 0, thread null, query null.
-        self._source_after_table = b"\x00" + _NULL + _string("") + b"\x00" + b"\x00" + _NULL + _NULL
+        self._source_after_table = long_bytes(0) + _NULL + string_bytes("") + long_bytes(0) + long_bytes(0) + \
+            _NULL + _NULL
 
     def encode_rows(self, batch: ChangeBatch, routing: Routing) -> Messages:
         """One message per row: the key record of the handle key, the envelope of the change."""
         n = batch.num_rows
         columns = self.table.columns
-        after = concat([self._field(batch.columns[c.name], c, batch) for c in columns], n)
+        # The row as the union branch of ``after``, or of ``before`` for a delete.
+        row = pc.binary_join_element_wise(_VALUE, concat([self._field(batch.columns[c.name], c, batch)
+                                                          for c in columns], n), b"")
         is_delete, is_update = batch.ops == OP_DELETE, batch.ops == OP_UPDATE
-        before_part = pc.if_else(pa.array(is_delete), pc.binary_join_element_wise(_VALUE, after, b""), _NULL)
+        before_part = pc.if_else(pa.array(is_delete), row, _NULL)
         if batch.before is not None and is_update.any():
             rows = pa.array(np.flatnonzero(is_update))
             old = concat([self._field(batch.before[c.name].take(rows), c, batch) for c in columns], len(rows))
             before_part = pc.replace_with_mask(before_part, pa.array(is_update),
                                                pc.binary_join_element_wise(_VALUE, old, b""))
-        after_part = pc.if_else(pa.array(is_delete), _NULL, pc.binary_join_element_wise(_VALUE, after, b""))
+        after_part = pc.if_else(pa.array(is_delete), _NULL, row)
         key_headers, value_headers = self._row_headers(batch, routing)
         envelope = concat([value_headers, before_part, after_part,
-                           *self._source(batch), _OPS.take(pa.array(batch.ops)), varints(np.array([self.clock()]))
-                           .to_pylist()[0]], n)
+                           *self._source(batch), _OPS.take(pa.array(batch.ops)), long_bytes(self.clock())], n)
         key_record = concat([self._field(batch.columns[c.name], c, batch) for c in self._key_columns], n)
         keys = concat([key_headers, key_record], n)
         return row_messages(self.config, batch, routing, keys, envelope)
@@ -106,7 +102,7 @@ class DebeziumAvroEncoder(UsesSchemaRegistry, Encoder):
 
     def _source(self, batch: ChangeBatch) -> list:
         commit_ts = batch.commit_ts.view(np.int64)
-        return [self._source_head, varints(commit_ts >> TSO_LOGICAL_BITS), self._source_middle,
+        return [self._source_head, varints(commit_ts >> TSO_LOGICAL_BITS), _NULL,  # snapshot: null
                 length_prefixed(batch.databases), length_prefixed(batch.tables), self._source_after_table,
                 varints(commit_ts), self._cluster]
 

@@ -45,6 +45,17 @@ def varints(numbers: np.ndarray) -> pa.Array:
                                             [None, pa.py_buffer(offsets), pa.py_buffer(out)]).cast(pa.binary())
 
 
+def long_bytes(number: int) -> bytes:
+    """One Avro ``long`` (or ``int``), for a constant part of every record."""
+    return varints(np.array([number])).to_pylist()[0]
+
+
+def string_bytes(text: str) -> bytes:
+    """One Avro ``string``, for a constant part of every record."""
+    data = text.encode()
+    return long_bytes(len(data)) + data
+
+
 def length_prefixed(values: pa.Array) -> pa.Array:
     """Avro ``string``/``bytes`` encodings: the byte length as a varint, then the bytes (nulls as empty)."""
     data = values.cast(pa.binary()) if not pa.types.is_binary(values.type) else values
@@ -128,4 +139,4 @@ def nullable(encoded: pa.Array, is_null: pa.Array, branch: int = 1) -> pa.Array:
 
 
 def _union_branch(index: int) -> pa.Scalar:
-    return _VALUE_BRANCH if index == 1 else pa.scalar(varints(np.array([index])).to_pylist()[0], pa.binary())
+    return _VALUE_BRANCH if index == 1 else pa.scalar(long_bytes(index), pa.binary())

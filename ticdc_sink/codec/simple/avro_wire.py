@@ -32,7 +32,7 @@ import pyarrow.compute as pc
 
 from ...render import value_text
 from ...table.schema import Column
-from ..shared.avro_binary import concat, fixed_width, length_prefixed, nullable, varints
+from ..shared.avro_binary import concat, fixed_width, length_prefixed, long_bytes, nullable, string_bytes, varints
 from .table_schema import ColumnInfo, SimpleTable
 from .wire import SimpleWire
 
@@ -51,15 +51,6 @@ LONG, FLOAT, DOUBLE, STRING, BYTES, TIMESTAMP, UNSIGNED_BIGINT = range(1, 8)
 # TiCDC writes unsigned/zerofill for these types only, decimal for DECIMAL only, elements for ENUM and SET.
 _FLAGGED_TYPES = frozenset({"tinyint", "smallint", "mediumint", "int", "bigint", "float", "double", "bit", "year",
                             "decimal"})
-
-
-def _long(number: int) -> bytes:
-    return varints(np.array([number])).to_pylist()[0]
-
-
-def _string(text: str) -> bytes:
-    data = text.encode()
-    return _long(len(data)) + data
 
 
 def _constant(data: bytes) -> pa.Scalar:
@@ -82,7 +73,7 @@ class SimpleAvro(SimpleWire):
 
     def __init__(self, time_zone: str):
         super().__init__(time_zone)
-        self._timestamp_head = _constant(_string(time_zone))
+        self._timestamp_head = _constant(string_bytes(time_zone))
 
     # -- rows
 
@@ -108,9 +99,9 @@ class SimpleAvro(SimpleWire):
 
     def row(self, names: list[str], fragments: list[pa.Array], n: int) -> pa.Array:
         """A map of column name to value per row: one block of every column, then the end of the map."""
-        parts: list[Any] = [_long(len(names))] if names else []
+        parts: list[Any] = [long_bytes(len(names))] if names else []
         for name, fragment in zip(names, fragments):
-            parts += [_string(name), fragment]
+            parts += [string_bytes(name), fragment]
         return _assemble(parts + [b"\x00"], n)
 
     def member(self, name: str, rows: pa.Array) -> pa.Array:
@@ -127,9 +118,9 @@ class SimpleAvro(SimpleWire):
         ``locations``: and, with claim-check, where each row's whole message is)."""
         return _assemble([
             _DML_HEAD, self._strings(databases), self._strings(tables),
-            _long(table_ids) if isinstance(table_ids, int) else varints(table_ids),
+            long_bytes(table_ids) if isinstance(table_ids, int) else varints(table_ids),
             pa.array(_DML_TYPES[ops], pa.binary()), varints(commit_ts.astype(np.int64)),
-            _long(build_ts) + _long(schema_version), *self._extras(handle_key_only, locations),
+            long_bytes(build_ts) + long_bytes(schema_version), *self._extras(handle_key_only, locations),
             data, old,
         ], n)
 
@@ -142,7 +133,7 @@ class SimpleAvro(SimpleWire):
 
     @staticmethod
     def _strings(names: pa.Array | str) -> pa.Array | bytes:
-        return _string(names) if isinstance(names, str) else length_prefixed(names)
+        return string_bytes(names) if isinstance(names, str) else length_prefixed(names)
 
     # -- control messages
 
