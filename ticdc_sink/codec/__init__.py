@@ -81,7 +81,7 @@ def check_services(config: SinkConfig) -> None:
     """Fail at once, on the driver, when a service the sink needs (a schema registry, the claim-check storage)
     cannot be used."""
     if config.large_message_handle_option == "claim-check":
-        ClaimCheckStorage(config.claim_check_storage_uri, timeout_s=config.broker_timeout_ms / 1000).check()
+        ClaimCheckStorage.of(config).check()
     if issubclass(_codec(config.protocol)[0], UsesSchemaRegistry):
         registry = SchemaRegistry(_with_options(config))
         try:

@@ -86,9 +86,7 @@ class Encoder(ABC):
     @functools.cached_property
     def claim_check(self) -> ClaimCheckStorage:
         """The claim-check storage, opened at the first row that needs it (a local directory made)."""
-        config = self.config
-        storage = ClaimCheckStorage(config.claim_check_storage_uri, raw_value=config.claim_check_raw_value,
-                                    timeout_s=config.broker_timeout_ms / 1000)
+        storage = ClaimCheckStorage.of(self.config)
         storage.check()
         return storage
 
@@ -219,13 +217,12 @@ class Decoder(ABC):
     def claimed(self, location: str) -> tuple[bytes | None, bytes]:
         """The key and value of a message kept whole by claim-check at ``location``: read from this reader's
         claim-check-storage-uri, by the location's name (as TiCDC's consumers do), or where the location says."""
-        config = self.config
-        uri = config.claim_check_storage_uri if config is not None else None
+        uri = self.config.claim_check_storage_uri if self.config is not None else None
         root = uri or location.rsplit("/", 1)[0]
         storage = self._storages.get(root)
         if storage is None:
-            raw, timeout = (config.claim_check_raw_value, config.broker_timeout_ms / 1000) if config else (False, 30)
-            storage = self._storages[root] = ClaimCheckStorage(root, raw_value=raw, timeout_s=timeout)
+            storage = self._storages[root] = ClaimCheckStorage.of(self.config, root) if self.config is not None \
+                else ClaimCheckStorage(root)
         return storage.get(location)
 
     @abstractmethod

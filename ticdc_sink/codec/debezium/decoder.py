@@ -39,9 +39,7 @@ class DebeziumDecoder(Decoder):
 
     def __init__(self, config: SinkConfig | None = None):
         super().__init__(config)
-        self._zone = ZoneInfo(config.time_zone if config else "UTC")
-        self._time_fsp = {name: parse_mysql_type(text).fsp
-                          for name, text in split_column_types(config.column_types or "")} if config else {}
+        self._zone, self._time_fsp = reading_context(config)
         self._fields: dict[bytes | None, dict] = {}  # an envelope schema's text -> its columns' types and converters
 
     def decode(self, key: bytes | None, value: bytes) -> list[RowEvent | DDLEvent | WatermarkEvent]:
@@ -93,6 +91,15 @@ class DebeziumDecoder(Decoder):
 
 
 DECIMAL = "org.apache.kafka.connect.data.Decimal"
+
+
+def reading_context(config: SinkConfig | None) -> tuple[ZoneInfo, dict[str, int | None]]:
+    """What typing Debezium's values takes from the reader's options: the time zone TIMESTAMP values are shown
+    in, and TIME's fraction digits per column ``column-types`` names."""
+    if config is None:
+        return ZoneInfo("UTC"), {}
+    return ZoneInfo(config.time_zone), {name: parse_mysql_type(text).fsp
+                                        for name, text in split_column_types(config.column_types or "")}
 
 
 def field_converter(field: dict, zone: ZoneInfo, time_fsp: int | None,

@@ -12,9 +12,8 @@ import fastavro
 
 from ...config import SinkConfig
 from ...table.mysql_types import MySQLType
-from ...table.type_grammar import parse_mysql_type, split_column_types
 from ..base import DDLEvent, Decoder, RowEvent, WatermarkEvent
-from ..debezium.decoder import column_type, field_converter
+from ..debezium.decoder import column_type, field_converter, reading_context
 from ..shared.schema_registry import UsesSchemaRegistry, split_confluent
 
 _ROW_KINDS = {"c": "INSERT", "u": "UPDATE", "d": "DELETE"}
@@ -27,9 +26,7 @@ class DebeziumAvroDecoder(UsesSchemaRegistry, Decoder):
 
     def __init__(self, config: SinkConfig | None = None):
         super().__init__(config)
-        self._zone = ZoneInfo(config.time_zone if config else "UTC")
-        self._time_fsp = {name: parse_mysql_type(text).fsp
-                          for name, text in split_column_types(config.column_types or "")} if config else {}
+        self._zone, self._time_fsp = reading_context(config)
         self._readers: dict[int, _Reader] = {}
 
     @property

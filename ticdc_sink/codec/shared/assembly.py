@@ -35,7 +35,7 @@ def row_messages(config: SinkConfig, batch: ChangeBatch, routing: Routing, keys:
 
 def large_messages(encoder: "Encoder", batch: ChangeBatch, keys: pa.Array | None, values: pa.Array,
                    framing: int = 0) -> tuple:
-    """``(keys, values)`` of the batch's rows (compressed as they go), with each row whose message is over
+    """``(keys, values)`` of the batch's rows (as the encoder compressed them), with each row whose message is over
     max-message-bytes (its key, its value, TiCDC's overhead and ``framing``) handled as
     large-message-handle-option says: with handle-key-only, its handle key alone; with claim-check, the whole
     message kept in the storage first (``encoder.keep_whole``), then its handle key and the location."""

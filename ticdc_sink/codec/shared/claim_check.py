@@ -24,6 +24,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 import pyarrow.fs as pafs
 
+from ...config import SinkConfig
 from ...errors import ConfigError, TiCDCSinkError
 from ...redact import mask_url
 
@@ -48,6 +49,12 @@ class ClaimCheckStorage:
         parts = urlsplit(uri)
         base = parts._replace(query="", fragment="").geturl()
         self.prefix = base[:-1] if base.endswith("/") else base  # TiCDC trims one trailing '/'
+
+    @classmethod
+    def of(cls, config: SinkConfig, uri: str | None = None) -> "ClaimCheckStorage":
+        """The storage ``config`` names (or the one at ``uri``), with its raw-value setting and its timeout."""
+        return cls(uri or config.claim_check_storage_uri, raw_value=config.claim_check_raw_value,
+                   timeout_s=config.broker_timeout_ms / 1000)
 
     @property
     def shown(self) -> str:
