@@ -16,12 +16,12 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from pyspark.sql import Column, DataFrame, functions as F
+from pyspark.sql import Column, DataFrame, functions as F, types as T
 
 from .errors import ConfigError
+from .tso import TSO_LOGICAL_BITS
 
 CHANGE_TYPE, COMMIT_VERSION, COMMIT_TIMESTAMP = "_change_type", "_commit_version", "_commit_timestamp"
-_LOGICAL_BITS = 18  # a TSO's logical counter, under its physical milliseconds
 
 
 def from_delta_cdf(cdf: DataFrame, primary_key: str | Sequence[str]) -> DataFrame:
@@ -38,8 +38,8 @@ def from_delta_cdf(cdf: DataFrame, primary_key: str | Sequence[str]) -> DataFram
     if not keys or absent:
         raise ConfigError("primary_key", ", ".join(absent) or None, f"the key columns, among {', '.join(columns)}")
 
-    commit_ts = (F.shiftleft(F.expr(f"unix_millis({COMMIT_TIMESTAMP})"), _LOGICAL_BITS)
-                 + F.pmod(F.col(COMMIT_VERSION), F.lit(1 << _LOGICAL_BITS)))
+    commit_ts = (F.shiftleft(F.expr(f"unix_millis({COMMIT_TIMESTAMP})"), TSO_LOGICAL_BITS)
+                 + F.pmod(F.col(COMMIT_VERSION), F.lit(1 << TSO_LOGICAL_BITS)))
     changes = cdf.withColumn("_commit_ts", commit_ts)
     image = F.struct(*[F.col(c) for c in columns])
     pairing = ["_commit_ts", *keys]
@@ -49,13 +49,14 @@ def from_delta_cdf(cdf: DataFrame, primary_key: str | Sequence[str]) -> DataFram
 
     updates = post.join(befores, pairing, "left")
     paired = updates.where(F.col("_before").isNotNull())
+    no_before = F.lit(None).cast(T.StructType([cdf.schema[c] for c in columns]))
     rows = [
-        _changes(changes.where(F.col(CHANGE_TYPE) == "insert"), "INSERT", columns),
-        _changes(changes.where(F.col(CHANGE_TYPE) == "delete"), "DELETE", columns),
+        _changes(changes.where(F.col(CHANGE_TYPE) == "insert"), "INSERT", columns, no_before),
+        _changes(changes.where(F.col(CHANGE_TYPE) == "delete"), "DELETE", columns, no_before),
         _changes(paired, "UPDATE", columns, F.col("_before")),
         # An update whose key changed: its images have no pair, and go as TiCDC splits such an update.
-        _changes(pre.join(post.select(*pairing), pairing, "left_anti"), "DELETE", columns),
-        _changes(updates.where(F.col("_before").isNull()), "INSERT", columns),
+        _changes(pre.join(post.select(*pairing), pairing, "left_anti"), "DELETE", columns, no_before),
+        _changes(updates.where(F.col("_before").isNull()), "INSERT", columns, no_before),
     ]
     result = rows[0]
     for more in rows[1:]:
@@ -63,8 +64,6 @@ def from_delta_cdf(cdf: DataFrame, primary_key: str | Sequence[str]) -> DataFram
     return result
 
 
-def _changes(frame: DataFrame, op: str, columns: list[str], before: Column | None = None) -> DataFrame:
-    before_type = F.struct(*[F.col(c) for c in columns])
+def _changes(frame: DataFrame, op: str, columns: list[str], before: Column) -> DataFrame:
     return frame.select(F.lit(op).alias("_op"), F.col("_commit_ts"), *[F.col(c) for c in columns],
-                        (before if before is not None else F.lit(None).cast(
-                            frame.select(before_type.alias("b")).schema["b"].dataType)).alias("_before"))
+                        before.alias("_before"))

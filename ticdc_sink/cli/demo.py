@@ -26,7 +26,7 @@ DEMO_DATABASE, DEMO_TABLE = "shop", "orders"
 # The writer takes amount's from its Spark type, decimal(10,2); a reader of Canal-JSON, which carries no precision,
 # needs it declared (without, it reads decimal(38,18)).
 DEMO_COLUMN_TYPES = "status ENUM('new','paid','shipped'), amount DECIMAL(10,2)"
-DEMO_READ_OPTIONS = {"enable-tidb-extension": "true"}  # as the demo writes
+DEMO_OPTIONS = {"enable-tidb-extension": "true"}  # the writer's, and so the readers' (commit ts, watermarks)
 
 
 def demo_feed() -> list[list[dict]]:
@@ -204,7 +204,7 @@ def _demo(protocol: str, bootstrap_servers: str | None, topic: str, schema_regis
                  .option("primary-key", "id")
                  .option("partition", "index-value")
                  .option("column-types", DEMO_COLUMN_TYPES)
-                 .option("enable-tidb-extension", "true")
+                 .options(**DEMO_OPTIONS)
                  .options(**({"schema-registry": schema_registry} if schema_registry else {}))
                  .options(**options)
                  .option("checkpointLocation", os.path.join(workdir, "checkpoint"))
@@ -229,7 +229,7 @@ def _demo(protocol: str, bootstrap_servers: str | None, topic: str, schema_regis
         if not messages:
             raise CommandError(f"topic {topic!r} on {bootstrap_servers} has no messages")
         explain_topic(messages, protocol, schema_registry, options.get("large-message-handle-compression", "none"))
-        count = print_events(messages, protocol_decoder(protocol, schema_registry, {**DEMO_READ_OPTIONS, **options}),
+        count = print_events(messages, protocol_decoder(protocol, schema_registry, {**DEMO_OPTIONS, **options}),
                              enum_set_types(DEMO_COLUMN_TYPES))
         say(f"{count} message(s) decoded")
         show_read_back(spark, bootstrap_servers, protocol, topic, schema_registry, options,
@@ -252,7 +252,7 @@ def show_read_back(spark, bootstrap_servers: str, protocol: str, topic: str, sch
              .option("protocol", protocol)
              .option("topic", topic)
              .option("column-types", DEMO_COLUMN_TYPES)
-             .option("enable-tidb-extension", "true")
+             .options(**DEMO_OPTIONS)
              .options(**({"schema-registry": schema_registry} if schema_registry else {}))
              .options(**options)
              # The embedded broker's read_committed view can stall (docs/limits.md); real Kafka's cannot.
