@@ -4,30 +4,39 @@ Delta's feed (``spark.read.option("readChangeFeed", "true").table(...)``) has
 the table's columns and ``_change_type`` (``insert``, ``update_preimage``,
 ``update_postimage``, ``delete``), ``_commit_version`` and ``_commit_timestamp``.
 The sink's input has ``_op``, ``_commit_ts`` (a TiDB TSO) and, for an UPDATE,
-``_before``.  An update's pre-image and post-image are paired by the primary
-key within their commit version; an update that changed the key has no pair,
-so its pre-image becomes a DELETE and its post-image an INSERT (as TiCDC splits
-such an update).  The commit ts is the commit timestamp's milliseconds as the
-TSO's physical part and the version as its logical part, so that two commits
-within one millisecond keep their order.
+``_before``.
+
+Within one commit version a key's old image (an update's pre-image, or a
+delete) and its new image (a post-image, or an insert) are one UPDATE, as TiDB
+records a transaction that deletes and re-inserts a key; an old image without a
+new one is a DELETE and a new one without an old one an INSERT (so an update
+that changed the key is split, as TiCDC splits it).  A key therefore changes at
+most once per commit ts, and the sink's commit-ts order is the table's order.
+
+The commit ts is a TSO whose physical part is the commit's milliseconds and
+whose logical part counts the versions within one millisecond.  Delta's
+timestamps need not grow with the version (without in-commit timestamps they
+are file times), so each version takes the latest millisecond up to it: the
+commit ts always grows with the version.
 """
 
 from __future__ import annotations
 
 from typing import Sequence
 
-from pyspark.sql import Column, DataFrame, functions as F, types as T
+from pyspark.sql import DataFrame, Window, functions as F
 
 from .errors import ConfigError
 from .tso import TSO_LOGICAL_BITS
 
 CHANGE_TYPE, COMMIT_VERSION, COMMIT_TIMESTAMP = "_change_type", "_commit_version", "_commit_timestamp"
+OLD_IMAGES, NEW_IMAGES = ("update_preimage", "delete"), ("update_postimage", "insert")
 
 
 def from_delta_cdf(cdf: DataFrame, primary_key: str | Sequence[str]) -> DataFrame:
     """The changes of a Delta change data feed as the sink takes them: ``_op``, ``_commit_ts``, the table's
-    columns and ``_before``; ``primary_key`` (a column or several, as the sink's ``primary-key`` option) pairs
-    an update's images."""
+    columns and ``_before``; ``primary_key`` (a column or several, as the sink's ``primary-key`` option, unique
+    in the table) pairs a version's old and new images of a row."""
     keys = [primary_key] if isinstance(primary_key, str) else list(primary_key)
     missing = [c for c in (CHANGE_TYPE, COMMIT_VERSION, COMMIT_TIMESTAMP) if c not in cdf.columns]
     if missing:
@@ -38,32 +47,25 @@ def from_delta_cdf(cdf: DataFrame, primary_key: str | Sequence[str]) -> DataFram
     if not keys or absent:
         raise ConfigError("primary_key", ", ".join(absent) or None, f"the key columns, among {', '.join(columns)}")
 
-    commit_ts = (F.shiftleft(F.expr(f"unix_millis({COMMIT_TIMESTAMP})"), TSO_LOGICAL_BITS)
-                 + F.pmod(F.col(COMMIT_VERSION), F.lit(1 << TSO_LOGICAL_BITS)))
-    changes = cdf.withColumn("_commit_ts", commit_ts)
-    image = F.struct(*[F.col(c) for c in columns])
+    changes = cdf.join(F.broadcast(_commit_ts_of_versions(cdf)), COMMIT_VERSION)
     pairing = ["_commit_ts", *keys]
-    pre = changes.where(F.col(CHANGE_TYPE) == "update_preimage")
-    post = changes.where(F.col(CHANGE_TYPE) == "update_postimage")
-    befores = pre.select(*pairing, image.alias("_before"))
-
-    updates = post.join(befores, pairing, "left")
-    paired = updates.where(F.col("_before").isNotNull())
-    no_before = F.lit(None).cast(T.StructType([cdf.schema[c] for c in columns]))
-    rows = [
-        _changes(changes.where(F.col(CHANGE_TYPE) == "insert"), "INSERT", columns, no_before),
-        _changes(changes.where(F.col(CHANGE_TYPE) == "delete"), "DELETE", columns, no_before),
-        _changes(paired, "UPDATE", columns, F.col("_before")),
-        # An update whose key changed: its images have no pair, and go as TiCDC splits such an update.
-        _changes(pre.join(post.select(*pairing), pairing, "left_anti"), "DELETE", columns, no_before),
-        _changes(updates.where(F.col("_before").isNull()), "INSERT", columns, no_before),
-    ]
-    result = rows[0]
-    for more in rows[1:]:
-        result = result.unionByName(more)
-    return result
+    olds = changes.where(F.col(CHANGE_TYPE).isin(*OLD_IMAGES))
+    news = changes.where(F.col(CHANGE_TYPE).isin(*NEW_IMAGES))
+    befores = olds.select(*pairing, F.struct(*[F.col(c) for c in columns]).alias("_before"))
+    news = news.join(befores, pairing, "left")
+    no_before = F.lit(None).cast(befores.schema["_before"].dataType)
+    deletes = olds.join(news.select(*pairing), pairing, "left_anti").withColumn("_before", no_before)
+    op = F.when(F.col(CHANGE_TYPE).isin(*OLD_IMAGES), "DELETE").when(F.col("_before").isNull(), "INSERT")
+    return news.unionByName(deletes.select(news.columns)).select(
+        op.otherwise("UPDATE").alias("_op"), F.col("_commit_ts"), *[F.col(c) for c in columns], F.col("_before"))
 
 
-def _changes(frame: DataFrame, op: str, columns: list[str], before: Column) -> DataFrame:
-    return frame.select(F.lit(op).alias("_op"), F.col("_commit_ts"), *[F.col(c) for c in columns],
-                        before.alias("_before"))
+def _commit_ts_of_versions(cdf: DataFrame) -> DataFrame:
+    """``_commit_version`` and its ``_commit_ts``, one row per version of the feed: few rows, however many
+    changes, so one partition orders them (the constant partition says so to Spark)."""
+    versions = cdf.select(COMMIT_VERSION, F.expr(f"unix_millis({COMMIT_TIMESTAMP})").alias("millis")).distinct()
+    so_far = Window.partitionBy(F.lit(0)).orderBy(COMMIT_VERSION).rowsBetween(Window.unboundedPreceding, 0)
+    versions = versions.withColumn("physical", F.max("millis").over(so_far))
+    logical = F.col(COMMIT_VERSION) - F.min(COMMIT_VERSION).over(Window.partitionBy("physical"))
+    return versions.select(COMMIT_VERSION,
+                           (F.shiftleft(F.col("physical"), TSO_LOGICAL_BITS) + logical).alias("_commit_ts"))
