@@ -15,6 +15,8 @@ transaction state) get replication factor 3 and ``min.insync.replicas=2``, so a
 cluster that loses one broker keeps accepting transactional writes.  With
 ``--sasl-plain`` the client listener requires that SASL/PLAIN login (the
 brokers and controllers talk among themselves on plaintext listeners of their own).
+As a library it can also accept further logins (``users``) and authorize every
+request by Kafka's ACLs (``acls``), the ``sasl_plain`` login being a super user.
 
 ``KafkaCluster`` is the same thing as a library: the fault suite starts a cluster
 with it and kills, pauses and restarts its nodes.
@@ -135,6 +137,8 @@ class KafkaCluster:
 
     brokers: int = 1
     sasl_plain: tuple[str, str] | None = None  # (user, password) the client listener requires
+    users: dict[str, str] = field(default_factory=dict)  # further logins the listener accepts: user -> password
+    acls: bool = False  # requests are authorized by ACLs (StandardAuthorizer); sasl_plain's user may do anything
     startup_timeout: float = 60.0
     nodes: list[Node] = field(default_factory=list)
     directory: Path | None = None
@@ -177,6 +181,8 @@ class KafkaCluster:
         return self
 
     def _configure(self) -> None:
+        if self.acls and not self.sasl_plain:
+            raise KafkaServerError("acls need a sasl_plain login: the super user that grants them")
         count, replicas = self.brokers, min(self.brokers, 3)
         min_isr = 2 if self.brokers >= 3 else 1
         self.nodes = [Node(i, free_port(), free_port(), free_port(), self.directory / f"node-{i}")
@@ -215,12 +221,17 @@ class KafkaCluster:
             }
             if self.sasl_plain:
                 user, password = self.sasl_plain
+                logins = "".join(f' user_{name}="{secret}"' for name, secret in {user: password, **self.users}.items())
                 settings.update({
                     "sasl.enabled.mechanisms": "PLAIN",
                     "listener.name.client.plain.sasl.jaas.config":
                         "org.apache.kafka.common.security.plain.PlainLoginModule required "
-                        f'username="{user}" password="{password}" user_{user}="{password}";',
+                        f'username="{user}" password="{password}"{logins};',
                 })
+            if self.acls:
+                # The plaintext listeners between the nodes are ANONYMOUS: they must stay super users too.
+                settings.update({"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                                 "super.users": f"User:ANONYMOUS;User:{self.sasl_plain[0]}"})
             (node.directory / "server.properties").write_text(
                 "".join(f"{key}={value}\n" for key, value in settings.items()))
             (node.directory / "log4j2.properties").write_text(_LOG4J2.format(log=node.log))

@@ -179,3 +179,36 @@ def test_a_fatal_client_error_is_one_line_whatever_confluent_kafka_raised_for_it
     output._log.fatal = None
     with pytest.raises(ZeroDivisionError):
         output.flush()
+
+
+def test_a_failed_transaction_names_its_cause_not_the_purge_of_its_messages():
+    from confluent_kafka import KafkaError
+
+    from ticdc_sink.kafka.transactions import TransactionalOutput
+
+    output = TransactionalOutput(parse_options(options(closed_port())), "ticdc-sink-job-1-0", "ticdc-sink-job-1-0")
+
+    class Purged:
+        def topic(self):
+            return "orders"
+
+        def partition(self):
+            return 0
+
+    class RefusedPartition:
+        """A transaction the broker would not add a partition to: librdkafka logs why, then purges the queue."""
+
+        def flush(self, timeout):
+            output._log.log(logging.ERROR, "%s [%s] %s", "TXNERR", "rdkafka#producer-1",
+                            "[thrd:main]: Current transaction failed in state InTransaction: Failed to add "
+                            "partition(s) to transaction on broker TxnCoordinator/1: Broker: Topic authorization "
+                            "failed (after 1 ms) (TOPIC_AUTHORIZATION_FAILED)")
+            output._on_delivery(KafkaError(KafkaError._PURGE_QUEUE), Purged())
+
+    output._producer, output._pending = RefusedPartition(), 1
+    with pytest.raises(DeliveryError) as error:
+        output.flush()
+    assert str(error.value) == (
+        f"the transaction of transactional.id 'ticdc-sink-job-1-0' failed on {output.config.bootstrap_servers}, "
+        "so none of its messages is committed: Failed to add partition(s) to transaction on broker "
+        "TxnCoordinator/1: Broker: Topic authorization failed (after 1 ms) (TOPIC_AUTHORIZATION_FAILED)")

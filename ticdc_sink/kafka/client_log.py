@@ -36,19 +36,26 @@ LIBRDKAFKA_LOG.addFilter(_OncePerProblem())
 
 
 class ProducerLog:
-    """One producer's librdkafka log lines, passed on to ``LIBRDKAFKA_LOG``, keeping its fatal error's line.
+    """One producer's librdkafka log lines, passed on to ``LIBRDKAFKA_LOG``, keeping its fatal error's line and
+    the first failure of its transaction.
 
     confluent-kafka raises a fatal error from the poll or flush that served it, but delivery reports served
     after it run with that exception pending and can replace it (a SystemError, an AttributeError, or no
-    exception at all); librdkafka logs the error first, so the line is the reliable record.
+    exception at all); librdkafka logs the error first, so the line is the reliable record.  A transaction
+    that fails (a partition the broker would not add to it, say) purges its queued messages, whose delivery
+    reports then say only "Purged in queue": the cause is in the log line.
     """
 
     def __init__(self) -> None:
         self.fatal: str | None = None
+        self.transaction_failure: str | None = None
 
     def log(self, level: int, template: str, facility: str, client: str, line: str) -> None:
+        text = line.split("]: ", 1)[-1]  # without the "[thrd:main]" prefix
         if facility == "FATAL" and self.fatal is None:
-            self.fatal = line.split("]: ", 1)[-1]  # without the "[thrd:main]" prefix
+            self.fatal = text
+        if facility == "TXNERR" and self.transaction_failure is None:
+            self.transaction_failure = re.sub(r"^Current transaction failed in state \w+: ", "", text)
         LIBRDKAFKA_LOG.log(level, template, facility, client, line)
 
 

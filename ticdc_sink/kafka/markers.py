@@ -41,7 +41,7 @@ _MARKER_PARTITIONS = 3
 def ensure_marker_topic(output: "KafkaOutput") -> None:
     """Make sure the marker topic exists with its partitions (growing one made by an older version)."""
     topic = output.config.marker_topic
-    count = output.partition_count(topic, partitions_if_created=_MARKER_PARTITIONS)
+    count = output.partition_count(topic, partitions_if_created=_MARKER_PARTITIONS, option="marker-topic")
     if count >= _MARKER_PARTITIONS:
         return
     try:
@@ -60,15 +60,17 @@ def marker_consumer(output: "KafkaOutput", group: str):
                      "group.id": group, "enable.auto.commit": False, "isolation.level": "read_committed"})
 
 
-_COORDINATOR_MOVING = (KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
-                       KafkaError.COORDINATOR_NOT_AVAILABLE)
+# A coordinator that is moving or not found yet: committed() is asked again (each time for at most a second).
+_WAIT_FOR_COORDINATOR = (KafkaError._TIMED_OUT, KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+                         KafkaError.COORDINATOR_NOT_AVAILABLE)
 
 
 def _committed(output: "KafkaOutput", consumer, group: str) -> list[int | None]:
     """The offsets ``group`` committed on the marker topic's partitions, None where it committed none.
 
     A group coordinator that is moving (a broker restarted, or just started) answers with a
-    retriable error; the read is tried again until ``broker-timeout-ms``.
+    retriable error or not at all; the read is tried again until ``broker-timeout-ms``.  A refusal
+    (the login may not read the group) fails at once.
     """
     from confluent_kafka import TopicPartition
 
@@ -77,16 +79,21 @@ def _committed(output: "KafkaOutput", consumer, group: str) -> list[int | None]:
     while True:
         try:
             partitions = consumer.committed([TopicPartition(topic, p) for p in range(_MARKER_PARTITIONS)],
-                                            timeout=max(0.1, deadline - time.monotonic()))
+                                            timeout=max(0.1, min(1.0, deadline - time.monotonic())))
             error = next((p.error for p in partitions if p.error is not None), None)
         except KafkaException as e:
             error = e.args[0]
         if error is None:
             return [p.offset if p.offset >= 0 else None for p in partitions]
-        if not (error.retriable() or error.code() in _COORDINATOR_MOVING) or time.monotonic() >= deadline:
-            raise DeliveryError(f"cannot read the marker of {group!r} from {output.config.bootstrap_servers}: "
-                                f"{error.str()}")
-        time.sleep(0.2)
+        # A refused coordinator lookup (no Read on the group) reaches the consumer's queue, not committed().
+        event = consumer.poll(0)
+        if event is not None and event.error() is not None and not event.error().retriable():
+            error = event.error()
+        elif (error.retriable() or error.code() in _WAIT_FOR_COORDINATOR) and time.monotonic() < deadline:
+            time.sleep(0.2)
+            continue
+        raise DeliveryError(f"cannot read the marker of {group!r} from {output.config.bootstrap_servers}: "
+                            f"{error.str()}")
 
 
 def _marker(offsets: list[int | None]) -> Marker:

@@ -136,26 +136,28 @@ class KafkaOutput:
 
     # -- topics
 
-    def partition_count(self, topic: str, partitions_if_created: int | None = None) -> int:
-        """Partitions of ``topic``, creating it when it is missing and creation is allowed."""
+    def partition_count(self, topic: str, partitions_if_created: int | None = None, option: str = "topic") -> int:
+        """Partitions of ``topic``, creating it when it is missing and creation is allowed; ``option`` names the
+        topic in errors."""
         if topic not in self._partition_counts:
             partitions = partitions_if_created or self.config.partition_num
-            self._partition_counts[topic] = self._lookup_or_create(topic, partitions)
+            self._partition_counts[topic] = self._lookup_or_create(topic, partitions, option)
         return self._partition_counts[topic]
 
     def remember_partition_counts(self, counts: dict[str, int]) -> None:
         """Take partition counts already looked up elsewhere (the tasks' reports), sparing the metadata calls."""
         self._partition_counts.update(counts)
 
-    def _metadata(self):
-        # All topics: asking for one by name lets some brokers auto-create it with their defaults.
+    def _metadata(self, topic: str | None = None):
+        """Every topic's metadata, or ``topic``'s: asking for a missing one by name lets some brokers auto-create
+        it with their defaults."""
         timeout = self.config.broker_timeout_ms / 1000
         try:
-            return self._producer.list_topics(timeout=timeout)
+            return self._producer.list_topics(topic, timeout=timeout)
         except KafkaException as e:
             raise DeliveryError(_unreachable(self.config, e.args[0]) + self._client_errors.note()) from None
 
-    def _lookup_or_create(self, topic: str, partitions: int) -> int:
+    def _lookup_or_create(self, topic: str, partitions: int, option: str) -> int:
         metadata = self._metadata().topics.get(topic)
         if metadata is not None and metadata.error is None and metadata.partitions:
             return len(metadata.partitions)
@@ -163,17 +165,21 @@ class KafkaOutput:
                 and metadata.error.code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
             raise DeliveryError(f"topic {topic!r} on {self.config.bootstrap_servers}: {metadata.error.str()}")
         if not self.config.auto_create_topic:
-            raise ConfigError("topic", topic, "the topic does not exist; create it or set auto-create-topic=true")
-        self._create(topic, partitions)
+            raise ConfigError(option, topic, "the topic does not exist; create it or set auto-create-topic=true")
+        self._create(topic, partitions, option)
         deadline = time.monotonic() + self.config.broker_timeout_ms / 1000
-        while time.monotonic() < deadline:
-            metadata = self._metadata().topics.get(topic)
+        while True:
+            # By name: it exists now, and a login that may create a topic but not describe it learns so.
+            metadata = self._metadata(topic).topics.get(topic)
             if metadata is not None and metadata.error is None and metadata.partitions:
                 return len(metadata.partitions)
+            if time.monotonic() >= deadline:
+                why = f": {metadata.error.str()}" if metadata is not None and metadata.error is not None else ""
+                raise DeliveryError(f"topic {topic!r} ({option}) was created but shows no partitions on "
+                                    f"{self.config.bootstrap_servers}{why}")
             time.sleep(0.1)
-        raise DeliveryError(f"topic {topic!r} was created but shows no partitions on {self.config.bootstrap_servers}")
 
-    def _create(self, topic: str, partitions: int) -> None:
+    def _create(self, topic: str, partitions: int, option: str) -> None:
         admin = AdminClient(self.client_settings)
         future = admin.create_topics(
             [NewTopic(topic, num_partitions=partitions, replication_factor=self.config.replication_factor)],
@@ -186,8 +192,9 @@ class KafkaOutput:
             error = e.args[0]
             if error.code() != KafkaError.TOPIC_ALREADY_EXISTS:
                 raise ConfigError(
-                    "topic", topic,
-                    f"the topic does not exist and could not be created with {partitions} partitions, "
+                    option, topic,
+                    f"the topic is missing (or hidden from this login) and could not be created with {partitions} "
+                    "partitions, "
                     f"replication-factor={self.config.replication_factor}: "
                     f"{error.str()}; create it on the cluster",
                 ) from None

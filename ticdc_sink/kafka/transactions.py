@@ -20,8 +20,6 @@ from .producer import FENCED_ERRORS, KafkaOutput
 log = logging.getLogger(__name__)
 
 
-
-
 class TransactionalOutput(KafkaOutput):
     """A producer whose messages become visible all at once, with a record of what it committed.
 
@@ -111,6 +109,10 @@ class TransactionalOutput(KafkaOutput):
     def _raise_if_failed(self) -> None:
         if self._fenced_by is not None:  # a refused produce is the same takeover as a fenced transaction call
             self._raise_taken_over("produce", self._fenced_by)
+        if self._failed and self._log.transaction_failure is not None:
+            raise DeliveryError(f"the transaction of transactional.id {self.transactional_id!r} failed on "
+                                f"{self.config.bootstrap_servers}, so none of its messages is committed: "
+                                f"{self._log.transaction_failure}{self._client_errors.note()}")
         super()._raise_if_failed()
 
     def _raise_taken_over(self, what: str, detail: str) -> None:
