@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -47,6 +48,22 @@ def test_the_harness_runs_every_measurement_and_writes_its_table(tmp_path):
     assert ") equal the sink's byte for byte, keys and values with their schemas" in table
     assert "Schema Registry: the tests' in-process TEST DOUBLE" in table
     assert "## Claim-check (one core)" in table and "| ticdc-sink canal-json, enable-tidb-extension, claim-check" in table
+    summary = table.partition("<!-- summary:")[2].partition("<!-- /summary -->")[0]
+    assert [line.split(":**")[0] for line in summary.strip().splitlines()[1:]] == [
+        "- **Encoding, one core", f"- **Spark to Kafka, local[{os.cpu_count()}]", "- **Memory", "- **Caveats"]  # --small: no reads
+
+
+def test_the_summary_is_made_from_the_tables_and_made_again_in_place():
+    from run import with_summary
+
+    results = (ROOT / "bench" / "RESULTS.md").read_text()
+    summary = results.partition("<!-- summary:")[2].partition("<!-- /summary -->")[0].strip().splitlines()[1:]
+    assert len(summary) == 5 and results.startswith("# Benchmark results\n\n<!-- summary:")
+    assert with_summary(results) == results
+    encode = "| ticdc-sink canal-json | 1,000,000 | 2.54 | 393,670 |"
+    assert encode in results
+    faster = with_summary(results.replace(encode, "| ticdc-sink canal-json | 1,000,000 | 0.10 | 9,999,999 |"))
+    assert "the sink's encoders run 277,174 to 9,999,999 rows/s" in faster
 
 
 def test_each_missed_target_is_explained_with_the_figures_that_measured_it(monkeypatch):
