@@ -1534,6 +1534,8 @@ def summary_lines(text: str) -> list[str]:
         lines.append(f"- **Memory:** a Python worker's peak RSS over one large partition is "
                      f"{span(writing, '{:.0f} MB')} writing" + (f", {span(reading, '{:.0f} MB')} reading." if reading
                                                                else "."))
+    if not lines:  # a file of other sections only (a partial run's): nothing to sum up
+        return []
     broker = ("the embedded Tansu broker (in memory), not Apache Kafka" if "Broker: the embedded Tansu broker" in text
               else "the Kafka the run names")
     lines.append(f"- **Caveats:** one run on one {CORES}-core machine that Spark, its Python workers and the broker "
