@@ -15,7 +15,7 @@ import uuid
 import pytest
 from pyspark.errors import PySparkException
 
-from kafka_server import KafkaCluster, KafkaServerError
+from kafka_server import KafkaCluster, ToolMissing
 from test_spark_sink import CHANGES, row
 from ticdc_sink.errors import TiCDCSinkError
 
@@ -31,7 +31,7 @@ def cluster():
     kafka = KafkaCluster(1, ADMIN, users=dict([SINK]), acls=True)
     try:
         kafka.start()
-    except KafkaServerError as e:
+    except ToolMissing as e:
         pytest.skip(f"no Apache Kafka with an authorizer: {e}")
     yield kafka
     kafka.stop()
