@@ -60,6 +60,9 @@ def marker_consumer(output: "KafkaOutput", group: str):
                      "group.id": group, "enable.auto.commit": False, "isolation.level": "read_committed"})
 
 
+# What the brokers refuse this login: no wait makes it pass.
+_REFUSALS = (KafkaError.GROUP_AUTHORIZATION_FAILED, KafkaError.TOPIC_AUTHORIZATION_FAILED,
+             KafkaError.CLUSTER_AUTHORIZATION_FAILED, KafkaError.SASL_AUTHENTICATION_FAILED)
 # A coordinator that is moving or not found yet: committed() is asked again (each time for at most a second).
 _WAIT_FOR_COORDINATOR = (KafkaError._TIMED_OUT, KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
                          KafkaError.COORDINATOR_NOT_AVAILABLE)
@@ -85,9 +88,10 @@ def _committed(output: "KafkaOutput", consumer, group: str) -> list[int | None]:
             error = e.args[0]
         if error is None:
             return [p.offset if p.offset >= 0 else None for p in partitions]
-        # A refused coordinator lookup (no Read on the group) reaches the consumer's queue, not committed().
+        # A refused coordinator lookup (no Read on the group) reaches the consumer's queue, not committed();
+        # other events there (a broker's connection lost while it restarts) pass as the coordinator's wait does.
         event = consumer.poll(0)
-        if event is not None and event.error() is not None and not event.error().retriable():
+        if event is not None and event.error() is not None and event.error().code() in _REFUSALS:
             error = event.error()
         elif (error.retriable() or error.code() in _WAIT_FOR_COORDINATOR) and time.monotonic() < deadline:
             time.sleep(0.2)
