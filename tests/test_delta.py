@@ -63,6 +63,14 @@ def test_the_commit_ts_grows_with_the_version_where_the_timestamps_do_not(spark)
     assert [r["_commit_ts"] for r in rows] == [MS << 18, (MS + 9) << 18, (MS + 9) << 18 | 1, (MS + 10) << 18]
 
 
+def test_a_range_of_versions_continues_above_the_commit_ts_of_the_range_before(spark):
+    # The range before ended at (MS+9)<<18 | 1, later than this range's first commit (a clock that went back).
+    cdf = feed(spark, [(1, "a", "insert", 5, AT + dt.timedelta(milliseconds=3)),
+                       (2, "b", "insert", 6, AT + dt.timedelta(milliseconds=20))])
+    rows = sorted(from_delta_cdf(cdf, "id", after_commit_ts=(MS + 9) << 18 | 1).collect(), key=lambda r: r["id"])
+    assert [r["_commit_ts"] for r in rows] == [(MS + 9) << 18 | 2, (MS + 20) << 18]
+
+
 def test_a_frame_that_is_no_change_data_feed_or_a_missing_key_is_refused(spark):
     with pytest.raises(ConfigError, match="readChangeFeed=true"):
         from_delta_cdf(spark.createDataFrame([(1,)], "id int"), "id")

@@ -13,11 +13,12 @@ new one is a DELETE and a new one without an old one an INSERT (so an update
 that changed the key is split, as TiCDC splits it).  A key therefore changes at
 most once per commit ts, and the sink's commit-ts order is the table's order.
 
-The commit ts is a TSO whose physical part is the commit's milliseconds and
-whose logical part counts the versions within one millisecond.  Delta's
-timestamps need not grow with the version (without in-commit timestamps they
-are file times), so each version takes the latest millisecond up to it: the
-commit ts always grows with the version.
+A version's commit ts is the TSO of its commit's millisecond (logical part 0),
+or the commit ts of the version before it plus one where that is higher:
+Delta's timestamps need not grow with the version (without in-commit
+timestamps they are file times), and a commit ts must.  A feed read by ranges
+of versions continues above the last commit ts of the range before
+(``after_commit_ts``).
 """
 
 from __future__ import annotations
@@ -33,10 +34,11 @@ CHANGE_TYPE, COMMIT_VERSION, COMMIT_TIMESTAMP = "_change_type", "_commit_version
 OLD_IMAGES, NEW_IMAGES = ("update_preimage", "delete"), ("update_postimage", "insert")
 
 
-def from_delta_cdf(cdf: DataFrame, primary_key: str | Sequence[str]) -> DataFrame:
+def from_delta_cdf(cdf: DataFrame, primary_key: str | Sequence[str], after_commit_ts: int = 0) -> DataFrame:
     """The changes of a Delta change data feed as the sink takes them: ``_op``, ``_commit_ts``, the table's
     columns and ``_before``; ``primary_key`` (a column or several, as the sink's ``primary-key`` option, unique
-    in the table) pairs a version's old and new images of a row."""
+    in the table) pairs a version's old and new images of a row.  Every commit ts is above ``after_commit_ts``:
+    give the highest one sent from the range of versions before this one."""
     keys = [primary_key] if isinstance(primary_key, str) else list(primary_key)
     missing = [c for c in (CHANGE_TYPE, COMMIT_VERSION, COMMIT_TIMESTAMP) if c not in cdf.columns]
     if missing:
@@ -47,7 +49,7 @@ def from_delta_cdf(cdf: DataFrame, primary_key: str | Sequence[str]) -> DataFram
     if not keys or absent:
         raise ConfigError("primary_key", ", ".join(absent) or None, f"the key columns, among {', '.join(columns)}")
 
-    changes = cdf.join(F.broadcast(_commit_ts_of_versions(cdf)), COMMIT_VERSION)
+    changes = cdf.join(F.broadcast(_commit_ts_of_versions(cdf, after_commit_ts)), COMMIT_VERSION)
     pairing = ["_commit_ts", *keys]
     olds = changes.where(F.col(CHANGE_TYPE).isin(*OLD_IMAGES))
     news = changes.where(F.col(CHANGE_TYPE).isin(*NEW_IMAGES))
@@ -60,12 +62,17 @@ def from_delta_cdf(cdf: DataFrame, primary_key: str | Sequence[str]) -> DataFram
         op.otherwise("UPDATE").alias("_op"), F.col("_commit_ts"), *[F.col(c) for c in columns], F.col("_before"))
 
 
-def _commit_ts_of_versions(cdf: DataFrame) -> DataFrame:
+def _commit_ts_of_versions(cdf: DataFrame, after_commit_ts: int) -> DataFrame:
     """``_commit_version`` and its ``_commit_ts``, one row per version of the feed: few rows, however many
-    changes, so one partition orders them (the constant partition says so to Spark)."""
+    changes, so one partition orders them (the constant partition says so to Spark).
+
+    The n-th version's commit ts is the highest of its own millisecond's TSO, the one before it plus one, and
+    ``after_commit_ts`` plus n: that is n plus the running maximum of (TSO - n), floored at ``after_commit_ts``.
+    """
     versions = cdf.select(COMMIT_VERSION, F.expr(f"unix_millis({COMMIT_TIMESTAMP})").alias("millis")).distinct()
-    so_far = Window.partitionBy(F.lit(0)).orderBy(COMMIT_VERSION).rowsBetween(Window.unboundedPreceding, 0)
-    versions = versions.withColumn("physical", F.max("millis").over(so_far))
-    logical = F.col(COMMIT_VERSION) - F.min(COMMIT_VERSION).over(Window.partitionBy("physical"))
+    in_order = Window.partitionBy(F.lit(0)).orderBy(COMMIT_VERSION)
+    versions = versions.withColumn("n", F.row_number().over(in_order))
+    headroom = F.max(F.shiftleft(F.col("millis"), TSO_LOGICAL_BITS) - F.col("n")).over(
+        in_order.rowsBetween(Window.unboundedPreceding, 0))
     return versions.select(COMMIT_VERSION,
-                           (F.shiftleft(F.col("physical"), TSO_LOGICAL_BITS) + logical).alias("_commit_ts"))
+                           (F.col("n") + F.greatest(headroom, F.lit(after_commit_ts))).alias("_commit_ts"))
