@@ -209,6 +209,7 @@ def test_a_failed_transaction_names_its_cause_not_the_purge_of_its_messages():
     with pytest.raises(DeliveryError) as error:
         output.flush()
     assert str(error.value) == (
-        f"the transaction of transactional.id 'ticdc-sink-job-1-0' failed on {output.config.bootstrap_servers}, "
-        "so none of its messages is committed: Failed to add partition(s) to transaction on broker "
-        "TxnCoordinator/1: Broker: Topic authorization failed (after 1 ms) (TOPIC_AUTHORIZATION_FAILED)")
+        "1 message(s) were not acknowledged (purged from the queue), and the transaction of transactional.id "
+        f"'ticdc-sink-job-1-0' failed on {output.config.bootstrap_servers}, so none of its messages is committed: "
+        "Failed to add partition(s) to transaction on broker TxnCoordinator/1: Broker: Topic authorization failed "
+        "(after 1 ms) (TOPIC_AUTHORIZATION_FAILED)")

@@ -62,7 +62,7 @@ def marker_consumer(output: "KafkaOutput", group: str):
 
 # What the brokers refuse this login: no wait makes it pass.
 _REFUSALS = (KafkaError.GROUP_AUTHORIZATION_FAILED, KafkaError.TOPIC_AUTHORIZATION_FAILED,
-             KafkaError.CLUSTER_AUTHORIZATION_FAILED, KafkaError.SASL_AUTHENTICATION_FAILED)
+             KafkaError.CLUSTER_AUTHORIZATION_FAILED, KafkaError._AUTHENTICATION)
 # A coordinator that is moving or not found yet: committed() is asked again (each time for at most a second).
 _WAIT_FOR_COORDINATOR = (KafkaError._TIMED_OUT, KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
                          KafkaError.COORDINATOR_NOT_AVAILABLE)
@@ -73,7 +73,7 @@ def _committed(output: "KafkaOutput", consumer, group: str) -> list[int | None]:
 
     A group coordinator that is moving (a broker restarted, or just started) answers with a
     retriable error or not at all; the read is tried again until ``broker-timeout-ms``.  A refusal
-    (the login may not read the group) fails at once.
+    (the login may not read the group) fails within a second.
     """
     from confluent_kafka import TopicPartition
 
@@ -88,16 +88,24 @@ def _committed(output: "KafkaOutput", consumer, group: str) -> list[int | None]:
             error = e.args[0]
         if error is None:
             return [p.offset if p.offset >= 0 else None for p in partitions]
-        # A refused coordinator lookup (no Read on the group) reaches the consumer's queue, not committed();
-        # other events there (a broker's connection lost while it restarts) pass as the coordinator's wait does.
-        event = consumer.poll(0)
-        if event is not None and event.error() is not None and event.error().code() in _REFUSALS:
-            error = event.error()
+        refusal = _refusal(consumer)
+        if refusal is not None:
+            error = refusal
         elif (error.retriable() or error.code() in _WAIT_FOR_COORDINATOR) and time.monotonic() < deadline:
             time.sleep(0.2)
             continue
         raise DeliveryError(f"cannot read the marker of {group!r} from {output.config.bootstrap_servers}: "
                             f"{error.str()}")
+
+
+def _refusal(consumer) -> KafkaError | None:
+    """A refusal among the events on the consumer's queue: a refused coordinator lookup (no Read on the group)
+    arrives there, not from committed(); the other events (a connection lost while a broker restarts) pass, as
+    the wait for the coordinator does.  The consumer subscribes to nothing, so the queue holds only events."""
+    while (event := consumer.poll(0)) is not None:
+        if event.error() is not None and event.error().code() in _REFUSALS:
+            return event.error()
+    return None
 
 
 def _marker(offsets: list[int | None]) -> Marker:

@@ -33,11 +33,12 @@ _POLL_EVERY = 1000
 _FLUSH_MARGIN_SECONDS = 5
 
 
-# How librdkafka's fatal error line names a takeover.
-_FENCED_TEXT = KafkaError(KafkaError._FENCED).str()
-# What librdkafka and the broker say when a newer producer took over a transactional.id.
+# What librdkafka and the broker say when a newer producer took over a transactional.id (codes, and their text
+# in librdkafka's log lines).
 FENCED_ERRORS = (KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH)
-
+FENCED_TEXTS = tuple(KafkaError(code).str() for code in FENCED_ERRORS)
+# Messages dropped by the producer itself: a failed transaction's queue, or a closing producer's.
+_PURGED = (KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT)
 
 
 def producer_settings(config: SinkConfig) -> dict[str, object]:
@@ -163,9 +164,11 @@ class KafkaOutput:
             return len(metadata.partitions)
         if metadata is not None and metadata.error is not None \
                 and metadata.error.code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
-            raise DeliveryError(f"topic {topic!r} on {self.config.bootstrap_servers}: {metadata.error.str()}")
+            raise DeliveryError(f"topic {topic!r} ({option}) on {self.config.bootstrap_servers}: "
+                                f"{metadata.error.str()}")
         if not self.config.auto_create_topic:
-            raise ConfigError(option, topic, "the topic does not exist; create it or set auto-create-topic=true")
+            raise ConfigError(option, topic, "the topic is missing (or hidden from this login); create it, or set "
+                                             "auto-create-topic=true")
         self._create(topic, partitions, option)
         deadline = time.monotonic() + self.config.broker_timeout_ms / 1000
         while True:
@@ -173,7 +176,9 @@ class KafkaOutput:
             metadata = self._metadata(topic).topics.get(topic)
             if metadata is not None and metadata.error is None and metadata.partitions:
                 return len(metadata.partitions)
-            if time.monotonic() >= deadline:
+            refused = metadata is not None and metadata.error is not None \
+                and metadata.error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+            if refused or time.monotonic() >= deadline:
                 why = f": {metadata.error.str()}" if metadata is not None and metadata.error is not None else ""
                 raise DeliveryError(f"topic {topic!r} ({option}) was created but shows no partitions on "
                                     f"{self.config.bootstrap_servers}{why}")
@@ -257,7 +262,7 @@ class KafkaOutput:
             if self._log.fatal is None:
                 raise
         # Raised outside the except clause: the exception confluent-kafka left is noise, not the cause.
-        if _FENCED_TEXT in self._log.fatal and self._fenced_by is None:
+        if any(text in self._log.fatal for text in FENCED_TEXTS) and self._fenced_by is None:
             self._fenced_by = self._log.fatal
         self._raise_if_failed()
         raise DeliveryError(f"the Kafka client failed on {self.config.bootstrap_servers}: {self._log.fatal}"
@@ -268,6 +273,8 @@ class KafkaOutput:
         if error is not None:
             self._failed += 1
             self._note_fenced(error)
+            if error.code() in _PURGED:
+                return  # the reason is what purged it, told apart (a failed transaction's log line)
             reason = f"{message.topic()}[{message.partition()}]: {error.str()}"
             if len(self._failures) < 5 and reason not in self._failures:  # each reason once: one short line
                 self._failures.append(reason)
@@ -294,10 +301,12 @@ class KafkaOutput:
 
     def _raise_if_failed(self) -> None:
         if self._failed:
-            raise DeliveryError(
-                f"{self._failed} message(s) were not acknowledged by {self.config.bootstrap_servers}: "
-                + "; ".join(self._failures) + self._client_errors.note()
-            )
+            raise DeliveryError(f"{self._failed} message(s) were not acknowledged by {self.config.bootstrap_servers}: "
+                                f"{self._failure_reasons}{self._client_errors.note()}")
+
+    @property
+    def _failure_reasons(self) -> str:
+        return "; ".join(self._failures) or "purged from the queue"
 
     def flush(self) -> None:
         """Wait until every produced message is acknowledged; raise if any is not.

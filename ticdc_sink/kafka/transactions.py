@@ -15,7 +15,7 @@ from confluent_kafka import KafkaException
 from ..config import SinkConfig
 from ..errors import DeliveryError, TaskTimeoutError
 from .markers import Marker, committed_marker, ensure_marker_topic, marker_consumer, marker_positions
-from .producer import FENCED_ERRORS, KafkaOutput
+from .producer import FENCED_ERRORS, FENCED_TEXTS, KafkaOutput
 
 log = logging.getLogger(__name__)
 
@@ -109,10 +109,15 @@ class TransactionalOutput(KafkaOutput):
     def _raise_if_failed(self) -> None:
         if self._fenced_by is not None:  # a refused produce is the same takeover as a fenced transaction call
             self._raise_taken_over("produce", self._fenced_by)
-        if self._failed and self._log.transaction_failure is not None:
-            raise DeliveryError(f"the transaction of transactional.id {self.transactional_id!r} failed on "
-                                f"{self.config.bootstrap_servers}, so none of its messages is committed: "
-                                f"{self._log.transaction_failure}{self._client_errors.note()}")
+        failure = self._log.transaction_failure  # this object's one transaction: it is never reused
+        if failure is not None:
+            if any(text in failure for text in FENCED_TEXTS):
+                self._raise_taken_over("the transaction", failure)
+            unacknowledged = (f"{self._failed} message(s) were not acknowledged ({self._failure_reasons}), and "
+                              if self._failed else "")
+            raise DeliveryError(f"{unacknowledged}the transaction of transactional.id {self.transactional_id!r} "
+                                f"failed on {self.config.bootstrap_servers}, so none of its messages is committed: "
+                                f"{failure}{self._client_errors.note()}")
         super()._raise_if_failed()
 
     def _raise_taken_over(self, what: str, detail: str) -> None:
