@@ -1479,14 +1479,14 @@ SUMMARY_START, SUMMARY_END = "<!-- summary: bench/run.py writes it from the tabl
 def with_summary(text: str) -> str:
     """``text`` with its five-line summary (the ranges across protocols, and the caveats) under the title, made
     again from the tables it holds: whichever sections the run rewrote, the summary matches them."""
-    if SUMMARY_START in text:
+    if SUMMARY_START in text and SUMMARY_END in text:
         head, _, rest = text.partition(SUMMARY_START)
         text = head.rstrip("\n") + "\n" + rest.partition(SUMMARY_END + "\n")[2]
     lines = summary_lines(text)
     if not lines:
         return text
     title, _, body = text.partition("\n")
-    return "\n".join([title, "", SUMMARY_START, *lines, SUMMARY_END, body.lstrip("\n") and "", body.lstrip("\n")])
+    return f"{title}\n\n" + "\n".join([SUMMARY_START, *lines, SUMMARY_END]) + "\n\n" + body.lstrip("\n")
 
 
 def summary_lines(text: str) -> list[str]:
@@ -1515,7 +1515,9 @@ def summary_lines(text: str) -> list[str]:
     bare, jobs = ratios("at-least-once vs bare producer limit"), ratios("at-least-once vs hand-written foreachPartition")
     transactions = ratios("exactly-once vs at-least-once (the cost of transactions)")
     if written and bare and jobs and transactions:
-        lines.append(f"- **Spark to Kafka, local[{CORES}]:** {span(written, '{:,.0f}')} rows/s at-least-once, "
+        spark = re.search(r"## Spark to Kafka \((local\[\d+\])\)", text)
+        lines.append(f"- **Spark to Kafka{', ' + spark[1] if spark else ''}:** {span(written, '{:,.0f}')} rows/s "
+                     "at-least-once, "
                      f"{span(jobs, '{:.1f}x')} a hand-written foreachPartition producer and {span(bare, '{:.2f}')} "
                      f"of the bare producer's best (the limit); exactly-once runs at {span(transactions, '{:.2f}')} "
                      "of at-least-once.")
@@ -1536,11 +1538,14 @@ def summary_lines(text: str) -> list[str]:
                                                                else "."))
     if not lines:  # a file of other sections only (a partial run's): nothing to sum up
         return []
-    broker = ("the embedded Tansu broker (in memory), not Apache Kafka" if "Broker: the embedded Tansu broker" in text
-              else "the Kafka the run names")
-    lines.append(f"- **Caveats:** one run on one {CORES}-core machine that Spark, its Python workers and the broker "
-                 f"share; the writes went to {broker}, with a test double for Avro's registry; each section names "
-                 "its own run. Compare the ratios, not the rows/s; the targets missed are listed below, with why.")
+    writes = text.partition(READ_SECTION_START)[0]
+    machine = re.search(r"Machine: (\d+) cores", writes)
+    broker = ("the embedded Tansu broker (in memory), not Apache Kafka" if "Broker: the embedded Tansu broker" in writes
+              else "the Kafka its section names")
+    lines.append(f"- **Caveats:** a {machine[1] + '-core ' if machine else ''}machine that Spark, its Python workers "
+                 f"and the broker share; the writes went to {broker}, with a test double for Avro's registry; each "
+                 "section names its own run. Compare the ratios, not the rows/s; the targets missed are listed "
+                 "below, with why.")
     return lines
 
 
