@@ -10,6 +10,8 @@ Kafka implies it from Read and Write.)
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import uuid
 
 import pytest
@@ -133,12 +135,20 @@ def test_without_any_one_of_them_the_write_fails_in_one_line_naming_the_refusal(
     assert refusal in line and "Purged in queue" not in line, text[-3000:]
 
 
-def test_at_least_once_needs_all_but_the_transactional_ids_and_create_where_the_sink_makes_the_topic(
+def test_at_least_once_needs_all_but_the_transactional_ids_and_a_read_only_read_on_the_topic(
         spark, cluster, admin, names):
     # The driver keeps the last watermark in its marker group's offsets whatever the delivery.
     acls = documented_acls(names)
     del acls["Write on the transactional ids"]
     grant(admin, [*acls.values(), ("TOPIC", names["topic"], "LITERAL", "CREATE")])
     write(spark, sink_options(cluster, names, delivery="at-least-once"))  # the topic is made by the sink
+    grant(admin, [("TOPIC", names["topic"], "LITERAL", "READ")])  # the reader commits no offsets: no group ACL
     back = spark.read.format("ticdc").options(**sink_options(cluster, names)).load()
     assert sorted(r["id"] for r in back.collect()) == [r["id"] for r in ROWS]
+    login = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN", "sasl.username": SINK[0],
+             "sasl.password": SINK[1]}
+    tail = subprocess.run([sys.executable, "-m", "ticdc_sink", "tail", "--bootstrap-servers", cluster.bootstrap_servers,
+                           "--topic", names["topic"], "--protocol", "canal-json", "-o", "enable-tidb-extension=true",
+                           "--idle-seconds", "2", *[part for item in login.items() for part in ("-X", "=".join(item))]],
+                          capture_output=True, text=True, timeout=120)
+    assert tail.returncode == 0 and tail.stdout.count("INSERT shop.orders") == len(ROWS), tail.stdout + tail.stderr

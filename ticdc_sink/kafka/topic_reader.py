@@ -12,6 +12,9 @@ from confluent_kafka import KafkaError
 from ..errors import DeliveryError
 
 _CONSUME_BATCH = 2000  # messages asked of librdkafka at once
+# The refusal of the consumer group that confluent-kafka requires and librdkafka looks up even for a consumer that
+# only assigns and commits nothing: it does not concern a read (whose login needs no group ACL).
+_GROUP_REFUSED = KafkaError.GROUP_AUTHORIZATION_FAILED
 
 
 def iter_messages(bootstrap_servers: str, topic: str, idle_seconds: float = 5.0,
@@ -50,7 +53,7 @@ def iter_messages(bootstrap_servers: str, topic: str, idle_seconds: float = 5.0,
             if message is None:
                 continue
             if message.error():
-                if message.error().code() == KafkaError._PARTITION_EOF:
+                if message.error().code() in (KafkaError._PARTITION_EOF, _GROUP_REFUSED):
                     continue
                 raise DeliveryError(f"reading {topic}: {message.error().str()}")
             count, last = count + 1, time.monotonic()
@@ -132,12 +135,15 @@ def iter_range_batches(consumer, topic: str, partition: int, start: int, end: in
 
 def _within(batch: list, end: int, topic: str, partition: int) -> tuple[list, bool]:
     """The messages of a consumed batch before ``end``, and whether the batch reached ``end`` (a message or a
-    partition end at or past it).  A partition end short of ``end`` is passed over; another error raises."""
-    if batch[-1].offset() < end and all(m.error() is None for m in batch):
+    partition end at or past it).  A partition end short of ``end`` is passed over, and so is the group's
+    refusal; another error raises."""
+    if all(m.error() is None for m in batch) and batch[-1].offset() < end:
         return batch, False
     messages = []
     for message in batch:
         error = message.error()
+        if error is not None and error.code() == _GROUP_REFUSED:
+            continue
         if error is not None and error.code() != KafkaError._PARTITION_EOF:
             raise DeliveryError(f"reading {topic} partition {partition}: {error.str()}")
         if message.offset() >= end:
