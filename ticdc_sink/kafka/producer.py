@@ -167,8 +167,8 @@ class KafkaOutput:
             raise DeliveryError(f"topic {topic!r} ({option}) on {self.config.bootstrap_servers}: "
                                 f"{metadata.error.str()}")
         if not self.config.auto_create_topic:
-            raise ConfigError(option, topic, "the topic is missing (or hidden from this login); create it, or set "
-                                             "auto-create-topic=true")
+            raise ConfigError(option, topic, "the topic does not exist (or is hidden from this login): create it, "
+                                             "or set auto-create-topic=true")
         self._create(topic, partitions, option)
         deadline = time.monotonic() + self.config.broker_timeout_ms / 1000
         while True:
@@ -198,9 +198,8 @@ class KafkaOutput:
             if error.code() != KafkaError.TOPIC_ALREADY_EXISTS:
                 raise ConfigError(
                     option, topic,
-                    f"the topic is missing (or hidden from this login) and could not be created with {partitions} "
-                    "partitions, "
-                    f"replication-factor={self.config.replication_factor}: "
+                    "the topic does not exist (or is hidden from this login) and could not be created with "
+                    f"{partitions} partitions, replication-factor={self.config.replication_factor}: "
                     f"{error.str()}; create it on the cluster",
                 ) from None
 
