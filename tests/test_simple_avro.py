@@ -4,8 +4,8 @@ The expected bytes are fastavro's encoding, with TiCDC's schema as the reference
 holds it (golden/simple/simple-avro-schema.json), of each JSON golden converted
 the way TiCDC's avro.go builds its messages: the same fields, ``database`` for
 the table schema's ``schema``, unsigned/zerofill written (false included) for
-numeric types only, ``decimal`` for DECIMAL only, and each value in the union
-branch of the Go type TiCDC holds it in.  Map members are sorted by name, as
+numeric types only, ``decimal`` for DECIMAL and TIMESTAMP only, and each value in the union
+branch of the Go type TiCDC holds it in (BIT a string).  Map members are sorted by name, as
 the sink writes them (TiCDC's follow Go's map order).
 """
 
@@ -35,7 +35,7 @@ from ticdc_sink.dispatch import Routing
 GOLDEN_SCHEMA = Path(__file__).resolve().parent / "golden" / "simple" / "simple-avro-schema.json"
 SCHEMA = fastavro.parse_schema(json.loads(GOLDEN_SCHEMA.read_text(encoding="utf-8")))
 NS = "com.pingcap.simple.avro."
-LONG_TYPES = {"tinyint", "smallint", "mediumint", "int", "bigint", "year", "bit", "enum", "set"}
+LONG_TYPES = {"tinyint", "smallint", "mediumint", "int", "bigint", "year", "enum", "set"}
 FLAGGED = {"tinyint", "smallint", "mediumint", "int", "bigint", "float", "double", "bit", "year", "decimal"}
 
 
@@ -44,7 +44,7 @@ def avro_table_schema(table: dict) -> dict:
         flagged = d["mysqlType"] in FLAGGED
         return {"mysqlType": d["mysqlType"], "charset": d["charset"], "collate": d["collate"],
                 "length": d.get("length", 0),
-                "decimal": d.get("decimal", 0) if d["mysqlType"] == "decimal" else None,
+                "decimal": d.get("decimal", 0) if d["mysqlType"] in ("decimal", "timestamp") else None,
                 "elements": d.get("elements") if d["mysqlType"] in ("enum", "set") else None,
                 "unsigned": d.get("unsigned", False) if flagged else None,
                 "zerofill": d.get("zerofill", False) if flagged else None}
@@ -176,7 +176,8 @@ def test_every_type_takes_the_branch_of_ticdcs_go_type():
     table = json.loads(as_json.encode_bootstrap("d", "t"))["tableSchema"]
     assert avro_message == ticdc_avro(json_message, table)
     data = fastavro.schemaless_reader(io.BytesIO(avro_message), SCHEMA, None)["payload"]["data"]
-    assert data["big"] == {"value": -1} and data["b"] == -1  # all 64 bits, as Go's int64(uint64)
+    assert data["big"] == {"value": -1}  # all 64 bits, as Go's int64(uint64)
+    assert data["b"] == "18446744073709551615"  # BIT: its unsigned number's text
     assert data["ts"] == {"location": "Asia/Shanghai", "value": "2024-02-26 08:32:23.120"}
     assert (data["bin"], data["e"], data["s"], data["d"], data["small"]) == (b"\x00\xff\x02", 2, 5, "90.50", 65535)
 
@@ -208,7 +209,7 @@ def test_the_avro_table_schema_reads_back_as_the_json_one():
     for column, json_column in zip(from_avro["columns"], from_json["columns"]):
         avro_type = {k: v for k, v in column["dataType"].items() if v not in (None, False, 0)}
         json_type = dict(json_column["dataType"])
-        if json_type["mysqlType"] != "decimal":  # JSON also writes a time type's fsp as its decimal
+        if json_type["mysqlType"] not in ("decimal", "timestamp"):  # JSON also writes DATETIME's and TIME's fsp
             json_type.pop("decimal", None)
         assert avro_type == json_type, column["name"]
     assert [c["dataType"]["decimal"] for c in from_json["columns"] if c["name"] in ("ts", "t")] == [3, 1]

@@ -10,10 +10,11 @@ through fastavro.  ``data`` and ``old`` are Avro maps written as one block with
 members sorted by name (TiCDC writes them in Go's map order, which changes from
 message to message).  A value takes the branch of ``null | long | float | double
 | string | bytes | Timestamp | UnsignedBigint`` that the Go type TiCDC holds it
-in selects: integers, YEAR, BIT, ENUM (index) and SET (bitmask) long; BIGINT
+in selects: integers, YEAR, ENUM (index) and SET (bitmask) long; BIGINT
 UNSIGNED UnsignedBigint (the 64 bits as a signed long); FLOAT float; DOUBLE
 double; binary strings bytes; TIMESTAMP Timestamp (time zone and TiDB's text);
-DECIMAL, dates, times, JSON and text a string of TiDB's text.  The document's
+BIT a string of its unsigned number (``encodeValue4Avro``); DECIMAL, dates,
+times, JSON and text a string of TiDB's text.  The document's
 mysqlType table says string for TIMESTAMP and for BIGINT UNSIGNED above 2^63-1;
 TiCDC's encoder and its schema use the two records, and so does the sink.
 """
@@ -48,9 +49,11 @@ _HANDLE_KEY_ONLY = b"\x00\x02\x01\x00"  # the same but handleKeyOnly: its union'
 _CLAIM_CHECK_TAIL = b"\x02\x01\x00"  # after claimCheckLocation's string: handleKeyOnly true, no checksum
 # The branches of a DML value's union (0 is null).
 LONG, FLOAT, DOUBLE, STRING, BYTES, TIMESTAMP, UNSIGNED_BIGINT = range(1, 8)
-# TiCDC writes unsigned/zerofill for these types only, decimal for DECIMAL only, elements for ENUM and SET.
+# TiCDC writes unsigned/zerofill for these types only, decimal for DECIMAL and TIMESTAMP only (``newTableSchemaMap``),
+# elements for ENUM and SET.
 _FLAGGED_TYPES = frozenset({"tinyint", "smallint", "mediumint", "int", "bigint", "float", "double", "bit", "year",
                             "decimal"})
+_SCALED_TYPES = frozenset({"decimal", "timestamp"})
 
 
 def _constant(data: bytes) -> pa.Scalar:
@@ -84,7 +87,7 @@ class SimpleAvro(SimpleWire):
 
     def _typed(self, values: pa.Array, column: Column) -> tuple[int, pa.Array]:
         t = column.type
-        if t.is_integer or t.kind in ("year", "bit", "enum", "set"):
+        if t.is_integer or t.kind in ("year", "enum", "set"):
             numbers = pc.fill_null(values, 0).to_numpy(zero_copy_only=False)
             numbers = numbers.view(np.int64) if numbers.dtype == np.uint64 else numbers.astype(np.int64)
             return (UNSIGNED_BIGINT if t.kind == "bigint" and t.unsigned else LONG), varints(numbers)
@@ -172,7 +175,7 @@ class SimpleAvro(SimpleWire):
 def _column(c: ColumnInfo) -> dict:
     flagged = c.mysql_type in _FLAGGED_TYPES
     data_type = {"mysqlType": c.mysql_type, "charset": c.charset, "collate": c.collate, "length": c.length,
-                 "decimal": c.decimals if c.mysql_type == "decimal" else None,
+                 "decimal": c.decimals if c.mysql_type in _SCALED_TYPES else None,
                  "elements": list(c.elements) if c.mysql_type in ("enum", "set") else None,
                  "unsigned": c.unsigned if flagged else None, "zerofill": c.zerofill if flagged else None}
     return {"name": c.name, "dataType": data_type, "nullable": c.nullable, "default": None}
