@@ -52,8 +52,8 @@ def test_topics_come_as_a_list_or_a_pattern_and_offsets_as_words_or_json():
     ({"topic": "t", "starting_offsets": "first"}, "earliest, latest, or JSON per topic and partition"),
     ({"topic": "t", "on_error": "ignore"}, "expected one of fail, skip"),
     ({"topic": "t", "max_offsets_per_trigger": "0"}, "max-offsets-per-trigger"),
-    ({"topic": "t", "ending_offset": "latest"}, "unknown option; did you mean 'ending-offsets'"),
-    ({"topic": "t", "protocl": "simple"}, "unknown option; did you mean 'protocol'"),
+    ({"topic": "t", "ending_offset": "latest"}, "unknown option 'ending-offset'; did you mean 'ending-offsets'"),
+    ({"topic": "t", "protocl": "simple"}, "unknown option 'protocl'; did you mean 'protocol'"),
 ])
 def test_a_bad_read_option_is_named(options, message):
     with pytest.raises(ConfigError, match=message):

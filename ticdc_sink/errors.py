@@ -26,6 +26,15 @@ class ConfigError(TiCDCSinkError, ValueError):
             super().__init__(f"option {option!r}: bad value {value!r}: {allowed}")
 
 
+class UnknownOptionError(ConfigError):
+    """An option nothing in the sink knows (a typo, most often): named with the nearest known one; its value says
+    nothing about the fix, so it is left out."""
+
+    def __init__(self, option: str, value, suggestion: str):
+        self.option, self.value, self.allowed = option, mask(option, value), suggestion
+        ValueError.__init__(self, f"unknown option {option!r}; {suggestion}")
+
+
 class ContractError(TiCDCSinkError, ValueError):
     """A row that breaks the input contract: names the column, the value and the row's key."""
 

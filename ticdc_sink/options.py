@@ -24,7 +24,7 @@ from .codec.shared.claim_check import parse_storage_uri
 from .codec.shared.schema_registry import RegistryOptions
 from .config import (COMPRESSIONS, DELIVERY_MODES, DISPATCHERS, LARGE_MESSAGE_OPTIONS, LARGE_MESSAGE_PROTOCOLS,
                      ORDER_CHECKS, PROTOCOLS, SinkConfig, parse_protocol)
-from .errors import ConfigError
+from .errors import ConfigError, UnknownOptionError
 from .option_values import parse_bool, parse_choice
 from .redact import mask
 from .table.selectors import parse_column_selectors
@@ -147,7 +147,7 @@ def parse_options(options: Mapping[str, str], *, reading: bool = False) -> SinkC
             registry[setting] = value
             continue
         if key not in KNOWN_OPTIONS:
-            raise ConfigError(key, value, f"unknown option; {_suggest(key)}")
+            raise UnknownOptionError(key, value, _suggest(key))
         _check_agrees(key, value, values.get(key))
         values[key] = value
 

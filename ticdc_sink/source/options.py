@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from ..config import SinkConfig
-from ..errors import ConfigError
+from ..errors import ConfigError, UnknownOptionError
 from ..option_values import OptionGroup, parse_int
 from ..options import KNOWN_OPTIONS, SPARK_OWN_OPTIONS, parse_options, parse_sink_uri
 
@@ -76,7 +76,7 @@ def parse_read_options(options: Mapping[str, str]) -> ReadConfig:
     for key, value in given.items():
         if (key in _ALL_OPTIONS or key in SPARK_OWN_OPTIONS or key.startswith(("kafka.", "schema-registry."))):
             continue
-        raise ConfigError(key, value, f"unknown option; {_suggest(key)}")
+        raise UnknownOptionError(key, value, _suggest(key))
     read = ReadOptions(**ReadOptions.parse_values(given))
 
     topic = given.get("topic")
