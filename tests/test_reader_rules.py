@@ -103,6 +103,39 @@ def test_an_undecodable_message_fails_the_read_naming_where_it_is_or_is_skipped(
     assert ids(rows) == [("INSERT", 10, 1), ("INSERT", 11, 2)]
 
 
+def test_a_topic_of_another_protocol_fails_the_read_saying_so_with_or_without_a_schema(spark, broker, topic,
+                                                                                       tmp_path):
+    """A Debezium topic read as Canal-JSON gave no row and no error with a schema, and without one blamed the
+    schema ('found no row of table shop.orders'); now both name the first message and the protocol tried."""
+    from test_protocol_recognition import written
+
+    debezium = Topic(broker, topic, partitions=1)
+    for _, key, value in written("debezium", None, topic):
+        debezium._producer.produce(topic, value, key, partition=0)
+    assert debezium._producer.flush(30) == 0
+    options = debezium.options(database="shop", table="orders")  # protocol canal-json
+    schema = "_op STRING, _commit_ts BIGINT, id BIGINT, name STRING"
+    line = (rf"topic '{topic}' partition 0 offset 0: not a canal-json message \(it looks like debezium\); "
+            r"check the protocol option(\n|$)")  # the whole line
+
+    with pytest.raises(PySparkException, match=line):
+        spark.read.format("ticdc").options(**options).schema(schema).load().collect()
+    with pytest.raises(PySparkException, match=line):
+        spark.read.format("ticdc").options(**options).load()
+    skipping = {**options, "on-error": "skip"}
+    assert spark.read.format("ticdc").options(**skipping).schema(schema).load().collect() == []  # counted, logged
+    with pytest.raises(PySparkException, match=line):  # no row to learn the columns from: the cause is named
+        spark.read.format("ticdc").options(**skipping).load()
+    # A stream finds no watermark in such a topic: it used to wait for one, with no task to say why.
+    stream = spark.readStream.format("ticdc").options(**options).schema(schema).load()
+    query = stream.writeStream.format("noop").option("checkpointLocation", str(tmp_path / "checkpoint")).start()
+    try:
+        with pytest.raises(PySparkException, match=line):
+            query.processAllAvailable()
+    finally:
+        query.stop()
+
+
 def test_kafka_coordinates_and_offsets_bound_a_batch_read(spark, canal_topic):
     canal_topic.send(0, canal_row(10, 1), canal_row(11, 2), canal_row(12, 3))
     canal_topic.send(1, canal_row(13, 4))

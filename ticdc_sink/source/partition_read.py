@@ -22,14 +22,14 @@ import pyarrow.compute as pc
 from confluent_kafka import Consumer
 from pyspark.sql.datasource import InputPartition
 
-from ..codec import decoder_for
+from ..codec import decoder_for, recognition
 from ..codec.base import DDLEvent, MessageColumns, RowEvent, WatermarkEvent
-from ..codec.shared.compression import compression_hint
 from ..errors import ReadError
 from ..kafka.producer import client_settings
 from ..kafka.topic_reader import iter_range_batches, reader_settings
 from .layout import ReadLayout, RowsBuilder
 from .topics import split_key
+from .undecodable import skipped_as, undecodable
 
 log = logging.getLogger(__name__)
 BATCH_ROWS = 10_000  # rows per Arrow record batch handed to Spark, where messages are decoded one by one
@@ -66,9 +66,14 @@ class _RangeRead:
 
     def chunk(self, messages: list) -> Iterator[pa.RecordBatch]:
         """The record batches of a chunk of messages: a column at a time where the protocol can, else one by one."""
-        columns = self.decoder.decode_columns([m.key() for m in messages], [m.value() for m in messages],
-                                              self.types)
-        if columns is None:
+        try:
+            columns = self.decoder.decode_columns([m.key() for m in messages], [m.value() for m in messages],
+                                                  self.types)
+        except Exception:  # a message the columns cannot take (a tombstone, no Open Protocol frame)
+            columns = None
+        if columns is None or pc.any(pc.and_(columns.op.is_null(), columns.watermark_ts.is_null())).as_py():
+            # Message by message, where each is decoded or named: also where an event is neither a row nor a
+            # watermark (another protocol's message parsed as this one's finds neither).
             for message in messages:
                 self.message(message)
             if len(self.rows) >= BATCH_ROWS:
@@ -119,18 +124,16 @@ class _RangeRead:
         """One message's events, under the consumer rules (the module's docstring)."""
         offset = message.offset()
         try:
-            events = self.decoder.decode(message.key(), message.value())
+            events = recognition.decode(self.decoder, message.key(), message.value())
         except Exception as e:
-            where = f"{self.topic} partition {self.partition} offset {offset}"
-            if self.config.on_error == "skip":
-                if not self.counts["undecodable"]:
-                    log.warning("skipping the undecodable %s message at %s (%s), and any more",
-                                self.config.sink.protocol, where, e)
-                self.counts["undecodable"] += 1
-                return
-            raise ReadError(f"cannot decode the {self.config.sink.protocol} message at {where}: {e}"
-                            f"{compression_hint(message.value())}; check protocol and its options, or set "
-                            "on-error=skip to skip such messages") from None
+            what, fix = undecodable(self.config.sink.protocol, e, self.topic, self.partition, offset, message.value())
+            if self.config.on_error != "skip":
+                raise ReadError(f"{what}; {fix}") from None
+            kind = skipped_as(e)
+            if not self.counts[kind]:
+                log.warning("skipping (on-error=skip) %s, and any more such", what)
+            self.counts[kind] += 1
+            return
         for event in events:
             if isinstance(event, WatermarkEvent):
                 self.watermark = max(self.watermark, event.ts)

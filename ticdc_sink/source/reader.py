@@ -22,13 +22,14 @@ from typing import Iterator
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader
 
-from ..codec import decoder_for
+from ..codec import decoder_for, recognition
 from ..codec.base import RowEvent
-from ..errors import ConfigError
+from ..errors import ConfigError, ReadError
 from .layout import ReadLayout
 from .options import ReadConfig
 from .partition_read import KafkaRange, read_range
 from .topics import PartitionKey, TopicsView, WatermarkSearch, split_key
+from .undecodable import undecodable
 
 try:  # pyspark >= 4.2: read limits (admission control)
     from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
@@ -42,10 +43,12 @@ _INFERENCE_MESSAGES = 100_000  # messages read at most to find the table's colum
 def find_layout(config: ReadConfig) -> ReadLayout:
     """The layout of the read's table, from the first of its rows in the topics (from their earliest offsets).
 
-    Prefers an INSERT or UPDATE: a DELETE may carry the key columns only.
+    Prefers an INSERT or UPDATE: a DELETE may carry the key columns only.  Where no row was found, the first
+    message that did not decode is named as the cause (another protocol's topic, most often), unless
+    on-error=skip passes over such messages (and it is of the protocol).
     """
     decoder = decoder_for(config.sink)
-    fallback, read = None, 0
+    fallback, failure, read = None, None, 0
     wanted = (config.sink.database, config.sink.table)
     with TopicsView(config) as view:
         keys = view.partitions()
@@ -55,8 +58,9 @@ def find_layout(config: ReadConfig) -> ReadLayout:
             for message in view.messages(key, start, min(end, start + _INFERENCE_MESSAGES - read)):
                 read += 1
                 try:
-                    events = decoder.decode(message.key(), message.value())
-                except Exception:
+                    events = recognition.decode(decoder, message.key(), message.value())
+                except Exception as e:
+                    failure = failure or (e, *split_key(key), message.offset(), message.value())
                     continue
                 for event in events:
                     if not isinstance(event, RowEvent):
@@ -70,6 +74,9 @@ def find_layout(config: ReadConfig) -> ReadLayout:
                 break
     if fallback is not None:
         return ReadLayout.from_event(config, fallback, decoder.table_schemas)
+    if failure is not None and (isinstance(failure[0], recognition.NotOfProtocol) or config.on_error != "skip"):
+        what, fix = undecodable(config.sink.protocol, *failure)
+        raise ReadError(f"{what}; {fix}")
     which = f"table {'.'.join(w for w in wanted if w)}" if any(wanted) else "any table"
     raise ConfigError("topic", config.describe_topics(),
                       f"found no row of {which} to learn its columns from; give the schema with "

@@ -16,12 +16,13 @@ from typing import Iterator
 from confluent_kafka import Consumer, IsolationLevel, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
-from ..codec import decoder_for
+from ..codec import decoder_for, recognition
 from ..codec.base import Decoder, WatermarkEvent
-from ..errors import ConfigError, DeliveryError
+from ..errors import ConfigError, DeliveryError, ReadError
 from ..kafka.producer import client_settings
 from ..kafka.topic_reader import assign, iter_range, reader_settings
 from .options import EARLIEST, LATEST, ReadConfig
+from .undecodable import undecodable
 
 PartitionKey = str  # "topic:partition", the key of a partition in offsets Spark keeps as JSON
 _FIRST_WINDOW = 1000  # messages read back from a partition's end to find its last watermark
@@ -140,7 +141,14 @@ class TopicsView:
         found = []
         for message in self.messages(key, start, end):
             try:
-                events = decoder.decode(message.key(), message.value())
+                events = recognition.decode(decoder, message.key(), message.value())
+            except recognition.NotOfProtocol as e:
+                # A topic of another protocol has no watermark: no micro-batch would start, and no task say why.
+                if self.config.on_error != "skip":
+                    what, fix = undecodable(self.config.sink.protocol, e, *split_key(key), message.offset(),
+                                            message.value())
+                    raise ReadError(f"{what}; {fix}") from None
+                continue
             except Exception:  # an undecodable message is the tasks' to report (or skip), not the planner's
                 continue
             found += [Watermark(message.offset(), e.ts) for e in events if isinstance(e, WatermarkEvent)]

@@ -1,0 +1,22 @@
+"""What a read says of a message it cannot decode: the same line from a task, from the planner of a stream and
+from the search for the table's columns, so that a user sees one cause however the read met the message."""
+
+from __future__ import annotations
+
+from ..codec.recognition import NotOfProtocol
+from ..codec.shared.compression import compression_hint
+
+
+def undecodable(protocol: str, error: Exception, topic: str, partition: int, offset: int,
+                value: bytes | None) -> tuple[str, str]:
+    """(what is wrong with the message at ``offset``, what to do about it)."""
+    if isinstance(error, NotOfProtocol):
+        return f"topic {topic!r} partition {partition} offset {offset}: {error}", "check the protocol option"
+    return (f"cannot decode the {protocol} message at {topic} partition {partition} offset {offset}: {error}"
+            f"{compression_hint(value)}", "check protocol and its options, or set on-error=skip to skip such "
+                                          "messages")
+
+
+def skipped_as(error: Exception) -> str:
+    """How a read with on-error=skip counts a message it skipped for ``error``."""
+    return f"not {error.protocol}" if isinstance(error, NotOfProtocol) else "undecodable"
