@@ -20,10 +20,11 @@ from pyspark.sql import types as T
 
 from ..codec.base import DDLEvent, MessageColumns, RowEvent
 from ..errors import ConfigError, ReadError
-from ..table.mysql_types import MySQLType, tidb_arrow_type
+from ..codec.shared.decoding import tidb_values
+from ..table.mysql_types import MySQLType
 from ..table.schema import default_mysql_type
 from ..table.spark_types import arrow_schema_of, spark_column, spark_type_of
-from ..table.type_grammar import TypeSyntaxError, parse_mysql_type, split_column_types
+from ..table.type_grammar import TypeSyntaxError, declared_types, parse_mysql_type
 from .options import ReadConfig
 
 COORDINATES = (("_topic", T.StringType()), ("_partition", T.IntegerType()), ("_offset", T.LongType()))
@@ -31,11 +32,23 @@ COORDINATES = (("_topic", T.StringType()), ("_partition", T.IntegerType()), ("_o
 
 @dataclass(frozen=True)
 class ReadColumn:
-    """A table column as read: its MySQL type (what the decoded values mean) and its Spark type."""
+    """A table column as read: its MySQL type (what the decoded values mean), its Spark type, and who gave the
+    type (``TYPED_BY``), for an error to say."""
 
     name: str
     type: MySQLType
     spark_type: T.DataType
+    typed_by: str  # a key of TYPED_BY
+
+
+# Who typed a column, as an error says it, and what it asks of the user when a value does not fit that type:
+# nothing where the user declared the type (the error names the declaration).
+TYPED_BY = {
+    "messages": ("as the topic's messages type it", "; declare its type with column-types"),
+    "column-types": ("as column-types declares it", ""),
+    "mysql_type": ("as the schema's mysql_type metadata declares it", ""),
+    "schema": ("as the schema's Spark type makes it", "; declare its MySQL type with column-types"),
+}
 
 
 @dataclass(frozen=True)
@@ -62,7 +75,7 @@ class ReadLayout:
         # Table order: the types' where the protocol lists them so (Simple's row values are sorted by name).
         for name in [*event.column_types, *(n for n in event.columns if n not in event.column_types)]:
             t = declared.get(name) or event.column_types.get(name) or _type_of_value(event.columns.get(name))
-            columns.append(ReadColumn(name, t, spark_type_of(t)))
+            columns.append(ReadColumn(name, t, spark_type_of(t), "column-types" if name in declared else "messages"))
         return cls(config, config.sink.database or event.database, config.sink.table or event.table,
                    tuple(columns), _contract_schema(config, columns), table_schemas)
 
@@ -77,7 +90,8 @@ class ReadLayout:
                 continue
             text = f.metadata.get("mysql_type")
             t = declared.get(f.name) or (parse_mysql_type(text) if text else default_mysql_type(f.dataType))
-            columns.append(ReadColumn(f.name, t, f.dataType))
+            typed_by = "column-types" if f.name in declared else "mysql_type" if text else "schema"
+            columns.append(ReadColumn(f.name, t, f.dataType, typed_by))
         return cls(config, config.sink.database, config.sink.table, tuple(columns), schema)
 
     def reads(self, database: str, table: str) -> bool:
@@ -107,7 +121,7 @@ def _contract_schema(config: ReadConfig, columns: list[ReadColumn]) -> T.StructT
 def _declared_types(config: ReadConfig) -> dict[str, MySQLType]:
     text = config.sink.column_types
     try:
-        return {name: parse_mysql_type(type_text) for name, type_text in split_column_types(text or "")}
+        return declared_types(text)
     except TypeSyntaxError as e:
         raise ConfigError("column-types", text, str(e)) from None
 
@@ -115,12 +129,12 @@ def _declared_types(config: ReadConfig) -> dict[str, MySQLType]:
 def _type_of_value(value: Any) -> MySQLType:
     """A column the protocol carries no type for (Debezium without schemas): by its JSON value."""
     if isinstance(value, bool):
-        return MySQLType("tinyint", length=1)
+        return parse_mysql_type("TINYINT(1)")
     if isinstance(value, int):
-        return MySQLType("bigint")
+        return parse_mysql_type("BIGINT")
     if isinstance(value, float):
-        return MySQLType("double")
-    return MySQLType("longtext")
+        return parse_mysql_type("DOUBLE")
+    return parse_mysql_type("LONGTEXT")
 
 
 class RowsBuilder:
@@ -184,11 +198,11 @@ class RowsBuilder:
             return pa.nulls(len(values), arrow_type)
         t = column.type
         try:
-            tidb_values = values if isinstance(values, pa.Array) else pa.array(values, tidb_arrow_type(t))
-        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as e:
-            raise ReadError(f"column {name!r} ({t}): a value does not fit the column's type ({e}); declare its type "
-                            "with column-types") from None
-        return spark_column(tidb_values, t, self.layout.config.sink.time_zone, arrow_type)
+            typed = values if isinstance(values, pa.Array) else tidb_values(values, t)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, ValueError) as e:
+            how, fix = TYPED_BY[column.typed_by]
+            raise ReadError(f"column {name!r} is {t} {how}, and a value does not fit it ({e}){fix}") from None
+        return spark_column(typed, t, self.layout.config.sink.time_zone, arrow_type)
 
     def batch_of_columns(self, columns: MessageColumns, keep: pa.Array, topic: str, partition: int,
                          offsets: pa.Array) -> pa.RecordBatch:

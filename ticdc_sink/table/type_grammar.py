@@ -204,6 +204,11 @@ def _unescape_literal(body: str) -> str:
                   body, flags=re.S)
 
 
+def declared_types(text: str | None) -> dict[str, MySQLType]:
+    """The types the ``column-types`` option declares, by column name."""
+    return {name: parse_mysql_type(type_text) for name, type_text in split_column_types(text or "")}
+
+
 def split_column_types(text: str) -> list[tuple[str, str]]:
     """Split ``"id INT UNSIGNED, st ENUM('a','b')"`` into (column, type) pairs.
 

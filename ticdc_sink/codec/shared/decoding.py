@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import io
 import re
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Context, Decimal
 from typing import Any, Callable
 
 import pyarrow as pa
@@ -71,6 +71,43 @@ def text_value(text: str | None, mysql_type: str) -> Any:
     if "blob" in base or "binary" in base:
         return text.encode("latin-1")
     return text
+
+
+def tidb_values(values: list, t: MySQLType) -> pa.Array:
+    """A column's decoded values as TiDB values of type ``t`` (``tidb_arrow_type``), a DECIMAL's each the nearest
+    value of its type (``nearest_decimal``), an integer's a whole number (``whole_number``)."""
+    arrow_type = tidb_arrow_type(t)
+    if pa.types.is_decimal(arrow_type):
+        values = [None if v is None else nearest_decimal(v, arrow_type.precision, arrow_type.scale) for v in values]
+    elif pa.types.is_integer(arrow_type):
+        values = [whole_number(v) for v in values]
+    return pa.array(values, arrow_type)
+
+
+def whole_number(value: Any) -> Any:
+    """An integer column's value: a JSON boolean (Debezium's BIT(1) without its schema) as TiDB's 1 or 0; a number
+    with a fraction is refused, being no value of the column (Arrow would cut the fraction off)."""
+    if isinstance(value, (bool, float, Decimal)):
+        if value != int(value):
+            raise ValueError(f"{value} is not a whole number")
+        return int(value)
+    return value
+
+
+def nearest_decimal(value: Decimal | float | int | str, precision: int, scale: int) -> Decimal:
+    """A DECIMAL's value as one of ``decimal(precision, scale)``: rounded half away from zero to the scale, as TiDB
+    stores a value in a DECIMAL column (TiCDC's decoders do so with the double Debezium carries: its shortest
+    text).  A value with more integer digits than the type holds is refused, not clamped."""
+    exact = Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
+    if exact.is_finite() and _fits(exact, precision - scale):
+        rounded = exact.quantize(Decimal(1).scaleb(-scale), ROUND_HALF_UP, Context(prec=precision + 1))
+        if _fits(rounded, precision - scale):
+            return rounded
+    raise ValueError(f"{value} has more integer digits than decimal({precision},{scale}), its Spark type, holds")
+
+
+def _fits(number: Decimal, integer_digits: int) -> bool:
+    return number.is_zero() or number.adjusted() < integer_digits
 
 
 def text_values(texts: pa.Array, t: MySQLType) -> pa.Array:
