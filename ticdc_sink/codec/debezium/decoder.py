@@ -6,6 +6,7 @@ import base64
 import dataclasses
 import datetime as dt
 import json
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Callable
 from zoneinfo import ZoneInfo
@@ -15,9 +16,10 @@ import pyarrow as pa
 from ...config import SinkConfig
 from ...render import duration_text
 from ...table.mysql_types import MySQLType
-from ...table.type_grammar import carried_type, parse_mysql_type, split_column_types
+from ...table.type_grammar import carried_type, declared_types
 from ..base import DDLEvent, Decoder, RowEvent, WatermarkEvent
 from ..shared.decoding import allowed_members, enum_index, set_bitmask, typed_row, unsigned_64
+from . import field_types
 
 _ROW_KINDS = {"c": "INSERT", "r": "INSERT", "u": "UPDATE", "d": "DELETE"}
 _BINARY_TIDB_TYPES = {"binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob"}
@@ -31,15 +33,17 @@ class DebeziumDecoder(Decoder):
     Values come back as the other decoders give them: dates, naive datetimes
     (TIMESTAMP in the sink's ``time-zone``), TIME as text, ENUM index, SET
     bitmask and BIT as numbers.  ``tidb_type`` (``enable-tidb-extension``)
-    tells BIGINT UNSIGNED, DECIMAL and binary strings apart; without it they
-    read as Debezium typed them (int64, double, base64 text).  TIME's fraction
-    digits come from ``column-types`` when the config names the column.  With
-    ``debezium-disable-schema`` the values are the JSON as it is.
+    tells BIGINT UNSIGNED, DECIMAL and binary strings apart; without it, the
+    type ``column-types`` declares does (``ReadingContext``), else they read as
+    Debezium typed them (int64, double, base64 text).  With
+    ``debezium-disable-schema`` the declared types stand for the field schemas
+    the messages leave out; an undeclared column's value is the JSON's
+    (``_untyped``).
     """
 
     def __init__(self, config: SinkConfig | None = None):
         super().__init__(config)
-        self._zone, self._time_fsp = reading_context(config)
+        self._context = ReadingContext.of(config)
         self._fields: dict[bytes | None, dict] = {}  # an envelope schema's text -> its columns' types and converters
 
     def decode(self, key: bytes | None, value: bytes) -> list[RowEvent | DDLEvent | WatermarkEvent]:
@@ -59,14 +63,15 @@ class DebeziumDecoder(Decoder):
         fields = self._fields_of(schema_text)
 
         def value(name: str, v: Any) -> Any:
-            return None if v is None else fields[name][1](v) if name in fields else v
+            return None if v is None else fields[name][1](v) if name in fields else _untyped(v)
 
         kind = _ROW_KINDS[payload["op"]]
         new, old = typed_row(payload.get("after"), value), typed_row(payload.get("before"), value)
+        columns = old if kind == "DELETE" else new
         return [RowEvent(type=kind, database=source["db"], table=source["table"], commit_ts=source.get("commit_ts"),
-                         columns=old if kind == "DELETE" else new, old=old if kind == "UPDATE" else None,
+                         columns=columns, old=old if kind == "UPDATE" else None,
                          primary_keys=list(json.loads(self.decompressed(key))["payload"]) if key else [],
-                         column_types={name: column_type for name, (column_type, _) in fields.items()})]
+                         column_types={name: t for name, (t, _) in fields.items() if name in (columns or {})})]
 
     @property
     def carries_watermarks(self) -> bool:
@@ -82,24 +87,53 @@ class DebeziumDecoder(Decoder):
         return fields
 
     def _converters(self, schema: dict | None) -> dict[str, tuple[MySQLType, Callable[[Any], Any]]]:
-        """Per column of the envelope schema: its type and how its JSON value becomes the TiDB value."""
+        """Per column of the envelope schema (without one: per declared column), its type and how its JSON value
+        becomes the TiDB value."""
         if schema is None:
-            return {}
+            return {name: self._context.column(name, None) for name in self._context.declared}
         rows = next(f for f in schema["fields"] if f["field"] in ("after", "before"))
-        return {f["field"]: (column_type(f), field_converter(f, self._zone, self._time_fsp.get(f["field"])))
-                for f in rows["fields"]}
+        return {f["field"]: self._context.column(f["field"], f) for f in rows["fields"]}
 
 
 DECIMAL = "org.apache.kafka.connect.data.Decimal"
 
 
-def reading_context(config: SinkConfig | None) -> tuple[ZoneInfo, dict[str, int | None]]:
+@dataclass(frozen=True)
+class ReadingContext:
     """What typing Debezium's values takes from the reader's options: the time zone TIMESTAMP values are shown
-    in, and TIME's fraction digits per column ``column-types`` names."""
-    if config is None:
-        return ZoneInfo("UTC"), {}
-    return ZoneInfo(config.time_zone), {name: parse_mysql_type(text).fsp
-                                        for name, text in split_column_types(config.column_types or "")}
+    in, and the types ``column-types`` declares, which tell what a message without the TiDB extension or its
+    schema does not (``declared_field``) and TIME's fraction digits."""
+
+    zone: ZoneInfo
+    declared: dict[str, MySQLType]
+
+    @classmethod
+    def of(cls, config: SinkConfig | None) -> "ReadingContext":
+        if config is None:
+            return cls(ZoneInfo("UTC"), {})
+        return cls(ZoneInfo(config.time_zone), declared_types(config.column_types))
+
+    def column(self, name: str, field: dict | None,
+               raw_bytes: bool = False) -> tuple[MySQLType, Callable[[Any], Any]]:
+        """A column's type and how its value becomes the TiDB value (``field_converter``), by its field schema
+        completed by its declared type; ``field`` None: by the declared type alone."""
+        declared = self.declared.get(name)
+        field = declared_field(field, declared)
+        fsp = None if declared is None else declared.fsp
+        return column_type(field), field_converter(field, self.zone, fsp, raw_bytes)
+
+
+def declared_field(field: dict | None, declared: MySQLType | None) -> dict | None:
+    """A column's field schema as the encoder writes it with the TiDB extension, where the message left out what
+    the declared type tells: ``tidb_type`` (without it, a BIGINT UNSIGNED, a DECIMAL and a binary string look
+    like a BIGINT, a DOUBLE and text), or the whole field (``debezium-disable-schema``)."""
+    if declared is None or (field is not None and "tidb_type" in field):
+        return field
+    if field is None:
+        schema_type, name, parameters = field_types.connect_type(declared)
+        field = {"type": schema_type, **({"name": name} if name else {}),
+                 **({"parameters": dict([parameters])} if parameters else {})}
+    return {**field, "tidb_type": field_types.tidb_type(declared)}
 
 
 def field_converter(field: dict, zone: ZoneInfo, time_fsp: int | None,
@@ -169,6 +203,12 @@ def column_type(field: dict) -> MySQLType:
     if t.kind == "decimal":  # a double or text on the wire: no precision carried
         return dataclasses.replace(t, length=None, decimals=None)
     return t
+
+
+def _untyped(value: Any) -> Any:
+    """A value no schema or declared type types: the JSON's, a number with a fraction a double (the payload's are
+    parsed as Decimals, for the DECIMAL columns of a schema)."""
+    return float(value) if isinstance(value, Decimal) else value
 
 
 def _time_text(micros: int, fsp: int | None) -> str:

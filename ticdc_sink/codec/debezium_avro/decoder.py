@@ -6,14 +6,13 @@ from __future__ import annotations
 import io
 import json
 from typing import Any, Callable
-from zoneinfo import ZoneInfo
 
 import fastavro
 
 from ...config import SinkConfig
 from ...table.mysql_types import MySQLType
 from ..base import DDLEvent, Decoder, RowEvent, WatermarkEvent
-from ..debezium.decoder import column_type, field_converter, reading_context
+from ..debezium.decoder import ReadingContext
 from ..shared.schema_registry import UsesSchemaRegistry, split_confluent
 
 _ROW_KINDS = {"c": "INSERT", "u": "UPDATE", "d": "DELETE"}
@@ -21,12 +20,13 @@ _CONNECT_OF_AVRO = {"int": "int32", "long": "int64"}
 
 
 class DebeziumAvroDecoder(UsesSchemaRegistry, Decoder):
-    """Reads keys and values through the registry; values come back as the Debezium decoder gives them (with
-    ``enable-tidb-extension``'s ``tidb_type``, BIGINT UNSIGNED, DECIMAL and binary strings are told apart)."""
+    """Reads keys and values through the registry; values come back as the Debezium decoder gives them (by
+    ``enable-tidb-extension``'s ``tidb_type``, else by the type ``column-types`` declares, a BIGINT UNSIGNED and
+    a DECIMAL in string mode are told from text)."""
 
     def __init__(self, config: SinkConfig | None = None):
         super().__init__(config)
-        self._zone, self._time_fsp = reading_context(config)
+        self._context = ReadingContext.of(config)
         self._readers: dict[int, _Reader] = {}
 
     @property
@@ -62,8 +62,7 @@ class DebeziumAvroDecoder(UsesSchemaRegistry, Decoder):
         schema_id, body = split_confluent(data)
         reader = self._readers.get(schema_id)
         if reader is None:
-            reader = self._readers[schema_id] = _Reader(self.registry.schema_text(schema_id), self._zone,
-                                                        self._time_fsp)
+            reader = self._readers[schema_id] = _Reader(self.registry.schema_text(schema_id), self._context)
         return reader, fastavro.schemaless_reader(io.BytesIO(body), reader.parsed, None)
 
 
@@ -71,15 +70,15 @@ class _Reader:
     """One registered schema (a key record or an envelope): its fastavro form, and per column of its rows the
     column's name, type and converter."""
 
-    def __init__(self, text: str, zone: ZoneInfo, time_fsp: dict[str, int | None]):
+    def __init__(self, text: str, context: ReadingContext):
         schema = json.loads(text)
         self.parsed = fastavro.parse_schema(schema)
         rows = _row_record(schema)
         connect = [_connect_field(f) for f in rows["fields"]]
+        typed = [context.column(c["field"], c, raw_bytes=True) for c in connect]
         self._columns: dict[str, tuple[str, Callable[[Any], Any]]] = {
-            f["name"]: (c["field"], field_converter(c, zone, time_fsp.get(c["field"]), raw_bytes=True))
-            for f, c in zip(rows["fields"], connect)}
-        self.column_types: dict[str, MySQLType] = {c["field"]: column_type(c) for c in connect}
+            f["name"]: (c["field"], convert) for f, c, (_, convert) in zip(rows["fields"], connect, typed)}
+        self.column_types: dict[str, MySQLType] = {c["field"]: t for c, (t, _) in zip(connect, typed)}
 
     def row(self, record: dict | None) -> dict[str, Any] | None:
         """A row record's values by column name, as TiDB values."""
