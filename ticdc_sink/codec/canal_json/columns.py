@@ -8,6 +8,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...table.mysql_types import MySQLType
+from ...tso import TSO_LOGICAL_BITS
 from ..base import MessageColumns
 from ..shared.decoding import json_lines, text_values
 
@@ -18,7 +19,7 @@ def message_schema(names: list[str]) -> pa.Schema:
     """The parts of a Canal-JSON message the reader uses; every value is text (or null)."""
     row = pa.list_(pa.struct([(name, pa.string()) for name in names]))
     return pa.schema([("database", pa.string()), ("table", pa.string()), ("isDdl", pa.bool_()),
-                      ("type", pa.string()), ("data", row), ("old", row),
+                      ("type", pa.string()), ("es", pa.int64()), ("data", row), ("old", row),
                       ("_tidb", pa.struct([("commitTs", pa.int64()), ("watermarkTs", pa.int64()),
                                            ("onlyHandleKey", pa.bool_()),
                                            ("claimCheckLocation", pa.string())]))])
@@ -42,7 +43,9 @@ def decode_columns(values: list[bytes], types: dict[str, MySQLType]) -> MessageC
         return MessageColumns(
             op=pc.if_else(pc.is_in(kind, _ROW_TYPES), kind, pa.scalar(None, pa.string())),
             database=parsed["database"].combine_chunks(), table=parsed["table"].combine_chunks(),
-            commit_ts=pc.struct_field(extension, "commitTs"), watermark_ts=pc.struct_field(extension, "watermarkTs"),
+            commit_ts=pc.coalesce(pc.struct_field(extension, "commitTs"),  # else es, as decoder.commit_ts reads it
+                                  pc.shift_left(parsed["es"].combine_chunks(), TSO_LOGICAL_BITS)),
+            watermark_ts=pc.struct_field(extension, "watermarkTs"),
             new={name: text_values(pc.struct_field(data, name), t) for name, t in types.items()},
             old={name: text_values(pc.struct_field(old, name), t) for name, t in types.items()})
     except (pa.ArrowInvalid, pa.ArrowTypeError):

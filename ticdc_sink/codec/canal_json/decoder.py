@@ -1,10 +1,17 @@
-"""Canal-JSON messages back into events, each row typed by the message's ``mysqlType`` (layout: ``encoder.py``)."""
+"""Canal-JSON messages back into events, each row typed by the message's ``mysqlType`` (layout: ``encoder.py``).
+
+A row's or DDL's commit ts is the TiDB extension's ``commitTs``; without the
+extension, where TiCDC's decoder gives 0, it is the TSO of ``es`` (the
+commit's physical milliseconds, logical part 0), so that such a topic can
+still be ordered.
+"""
 
 from __future__ import annotations
 
 import json
 
 from ...table.type_grammar import carried_type
+from ...tso import tso_from_unix_ms
 from ..base import DDLEvent, Decoder, MessageColumns, RowEvent, WatermarkEvent
 from ..shared.decoding import text_value, typed_row
 from .columns import decode_columns
@@ -23,7 +30,7 @@ class CanalJSONDecoder(Decoder):
         doc = json.loads(self.decompressed(value))
         extension = doc.get("_tidb") or {}
         if doc.get("isDdl"):
-            return [DDLEvent(doc["database"], doc["table"], doc["sql"], doc["type"], extension.get("commitTs"))]
+            return [DDLEvent(doc["database"], doc["table"], doc["sql"], doc["type"], commit_ts(doc))]
         if doc.get("type") == "TIDB_WATERMARK":
             return [WatermarkEvent(extension["watermarkTs"])]
         if extension.get("claimCheckLocation"):  # the row's whole message is in the claim-check storage
@@ -39,7 +46,7 @@ class CanalJSONDecoder(Decoder):
             type=doc["type"],
             database=doc["database"],
             table=doc["table"],
-            commit_ts=extension.get("commitTs"),
+            commit_ts=commit_ts(doc),
             columns=typed(data),
             old=typed(old),
             primary_keys=list(doc.get("pkNames") or []),
@@ -56,3 +63,11 @@ class CanalJSONDecoder(Decoder):
         if parsed is None:
             parsed = self._column_types[key] = {name: carried_type(text) for name, text in mysql_types.items()}
         return parsed
+
+
+def commit_ts(doc: dict) -> int | None:
+    """A row's or DDL's commit ts: ``_tidb.commitTs``, else ``es`` as a TSO (the module's docstring)."""
+    extension = doc.get("_tidb") or {}
+    if "commitTs" in extension:
+        return extension["commitTs"]
+    return None if doc.get("es") is None else tso_from_unix_ms(doc["es"])
