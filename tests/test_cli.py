@@ -281,6 +281,22 @@ def test_tail_decodes_debezium_rows_ddl_and_watermarks(broker, topic):
 
 
 @pytest.mark.broker
+def test_tail_with_the_wrong_protocol_says_so_in_one_line(broker, topic):
+    from test_protocol_recognition import written
+
+    create_topic(broker.bootstrap_servers, topic)
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers})
+    for _, key, value in written("debezium", None, topic):
+        producer.produce(topic, value, key, partition=0)
+    assert producer.flush(30) == 0
+    result = run_cli("tail", "--bootstrap-servers", broker.bootstrap_servers, "--topic", topic,
+                     "--protocol", "canal-json", "--idle-seconds", "1")
+    assert result.returncode != 0
+    assert output_lines(result) == [f"[ticdc-sink] error: topic {topic!r} partition 0 offset 0: not a canal-json "
+                                    "message (it looks like debezium); check --protocol"]
+
+
+@pytest.mark.broker
 @pytest.mark.parametrize("encoding_format", ["json", "avro"])
 def test_tail_decodes_simple_once_its_bootstrap_arrived(broker, topic, encoding_format):
     from pyspark.sql import types as T

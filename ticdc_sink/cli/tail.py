@@ -8,7 +8,7 @@ from typing import Iterable, Mapping
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
-from ..codec import PROTOCOL_OPTIONS, decoder_for
+from ..codec import PROTOCOL_OPTIONS, decoder_for, recognition
 from ..codec.base import DDLEvent, Decoder, RowEvent, WatermarkEvent
 from ..codec.shared.compression import compression_hint
 from ..codec.shared.schema_registry import RegistryOptions
@@ -99,7 +99,10 @@ def print_events(messages: Iterable, decoder: Decoder,
     for message in messages:
         count += 1
         try:
-            events = decoder.decode(message.key(), message.value())
+            events = recognition.decode(decoder, message.key(), message.value())
+        except recognition.NotOfProtocol as e:
+            raise CommandError(f"topic {message.topic()!r} partition {message.partition()} offset "
+                               f"{message.offset()}: {e}; check --protocol") from None
         except TiCDCSinkError:
             raise
         except Exception as e:  # a message this decoder, with these options, cannot read
