@@ -86,12 +86,53 @@ def test_a_users_own_session_finds_the_source_by_name_and_fails_fast_on_a_dead_b
     assert len(librdkafka_lines) <= 2, librdkafka_lines
 
 
-def test_the_driver_check_fails_within_the_broker_timeout():
-    config = parse_options(options(closed_port()))
+def _write_check(dead: str) -> None:
+    check_brokers(parse_options(options(dead)))
+
+
+def _task_metadata(dead: str) -> None:
+    from ticdc_sink.kafka.producer import KafkaOutput
+
+    KafkaOutput(parse_options(options(dead))).partition_count("t")
+
+
+def _read_plan(dead: str) -> None:
+    from ticdc_sink.source.options import parse_read_options
+    from ticdc_sink.source.topics import TopicsView
+
+    with TopicsView(parse_read_options(options(dead))) as view:
+        view.partitions()
+
+
+@pytest.mark.parametrize("reach", [_write_check, _task_metadata, _read_plan])
+def test_a_port_nothing_listens_on_fails_within_the_broker_timeout_in_one_clear_line(reach):
+    """The write's driver check, a write task's first metadata call and a read's plan say the same line: the
+    servers, the client's own reason, what to do; not librdkafka's count of brokers down ("1/1 brokers are
+    down; 0/1 brokers are down"), nor its retry's time and state."""
+    dead = closed_port()
     started = time.monotonic()
-    with pytest.raises(DeliveryError, match="cannot reach the Kafka brokers .* within broker-timeout-ms=2000"):
-        check_brokers(config)
+    with pytest.raises(DeliveryError) as error:
+        reach(dead)
     assert time.monotonic() - started < 2 + 1.5
+    line = str(error.value)
+    assert line == (f"cannot reach the Kafka brokers {dead} within broker-timeout-ms=2000 ({dead}/bootstrap: "
+                    f"Connect to ipv4#{dead} failed: Connection refused): check kafka.bootstrap.servers, the network "
+                    "and the security settings, or raise broker-timeout-ms")
+
+
+def test_client_errors_keep_each_reason_once_without_the_count_of_brokers_down():
+    from confluent_kafka import KafkaError
+
+    from ticdc_sink.kafka.client_log import ClientErrors
+
+    errors = ClientErrors()
+    for after in (0, 12):
+        errors(KafkaError(KafkaError._TRANSPORT, f"b:1/bootstrap: Connect to ipv4#10.0.0.1:1 failed: Connection "
+                                                 f"refused (after {after}ms in state CONNECT)"))
+        errors(KafkaError(KafkaError._ALL_BROKERS_DOWN, f"{1 - after // 12}/1 brokers are down"))
+    assert errors.distinct == ["b:1/bootstrap: Connect to ipv4#10.0.0.1:1 failed: Connection refused"]
+    assert errors.cause(KafkaError(KafkaError._TRANSPORT)) == errors.distinct[0]
+    assert ClientErrors().cause(KafkaError(KafkaError._TIMED_OUT)) == "Local: Timed out"
 
 
 def test_abort_of_a_batch_job_on_a_dead_broker_is_bounded_and_says_so_once(caplog):

@@ -126,9 +126,8 @@ def check_topic(bootstrap_servers: str, topic: str, timeout_seconds: float, erro
         topics = admin.list_topics(timeout=timeout_seconds).topics
     except KafkaException as e:
         admin.poll(0)  # serves error_cb: the connection errors behind the failure
-        cause = errors.distinct[0] if errors.distinct else e.args[0].str()
         raise CommandError(
-            f"cannot reach Kafka at {bootstrap_servers} within {timeout_seconds:g} s ({cause}); "
+            f"cannot reach Kafka at {bootstrap_servers} within {timeout_seconds:g} s ({errors.cause(e.args[0])}); "
             "check --bootstrap-servers, or start a broker with: python -m ticdc_sink broker") from None
     if topic not in topics:
         raise CommandError(f"topic {topic!r} does not exist on {bootstrap_servers}")

@@ -6,6 +6,8 @@ import logging
 import re
 import time
 
+from confluent_kafka import KafkaError
+
 # librdkafka logs a failing connection again on every retry; one line per problem is enough.
 _REPEAT_AFTER_SECONDS = 300
 
@@ -59,15 +61,32 @@ class ProducerLog:
         LIBRDKAFKA_LOG.log(level, template, facility, client, line)
 
 
+# The time and state librdkafka adds to a failed connection: the same failure differs in them at every retry.
+_ATTEMPT = re.compile(r" \(after \d+ms in state \w+\)$")
+
+
 class ClientErrors:
-    """librdkafka's client errors (its error_cb), kept for one line instead of a log line per retry."""
+    """librdkafka's client errors (its error_cb), kept for one line instead of a log line per retry.
+
+    Its count of brokers down is left out: it says "1/1 brokers are down" and,
+    as the client tries again, "0/1 brokers are down", which contradicts the
+    first and says nothing the error naming the brokers does not.
+    """
 
     def __init__(self) -> None:
         self.distinct: list[str] = []
 
     def __call__(self, error) -> None:
-        if error.str() not in self.distinct and len(self.distinct) < 5:
-            self.distinct.append(error.str())
+        if error.code() == KafkaError._ALL_BROKERS_DOWN:
+            return
+        text = _ATTEMPT.sub("", error.str())
+        if text not in self.distinct and len(self.distinct) < 5:
+            self.distinct.append(text)
+
+    def cause(self, error) -> str:
+        """What a request that failed ran into: the client's own errors (a refused connection, a failed login,
+        which say what to fix), else the request's error."""
+        return "; ".join(self.distinct) or (error.str() if isinstance(error, KafkaError) else str(error))
 
     @property
     def settings(self) -> dict[str, object]:

@@ -87,7 +87,7 @@ def _cluster_metadata(config: SinkConfig):
         return admin.list_topics(timeout=config.broker_timeout_ms / 1000)
     except KafkaException as e:
         admin.poll(0)  # serves error_cb
-        raise DeliveryError(_unreachable(config, e.args[0]) + errors.note()) from None
+        raise DeliveryError(unreachable(config, e.args[0], errors)) from None
 
 
 def existing_partition_count(config: SinkConfig, topic: str) -> int | None:
@@ -105,11 +105,12 @@ def check_brokers(config: SinkConfig) -> None:
     _cluster_metadata(config)
 
 
-def _unreachable(config: SinkConfig, error) -> str:
-    text = error.str() if isinstance(error, KafkaError) else str(error)
+def unreachable(config: SinkConfig, error, errors: ClientErrors) -> str:
+    """The line of brokers that did not answer within broker-timeout-ms (a write's, a read's): which, what the
+    client ran into, and what to do."""
     return (f"cannot reach the Kafka brokers {config.bootstrap_servers} within broker-timeout-ms="
-            f"{config.broker_timeout_ms} ({text}): check kafka.bootstrap.servers, the network and the "
-            "security settings, or raise broker-timeout-ms")
+            f"{config.broker_timeout_ms} ({errors.cause(error)}): check kafka.bootstrap.servers, the network and "
+            "the security settings, or raise broker-timeout-ms")
 
 
 class KafkaOutput:
@@ -156,7 +157,8 @@ class KafkaOutput:
         try:
             return self._producer.list_topics(topic, timeout=timeout)
         except KafkaException as e:
-            raise DeliveryError(_unreachable(self.config, e.args[0]) + self._client_errors.note()) from None
+            self._producer.poll(0)  # serves error_cb
+            raise DeliveryError(unreachable(self.config, e.args[0], self._client_errors)) from None
 
     def _lookup_or_create(self, topic: str, partitions: int, option: str) -> int:
         metadata = self._metadata().topics.get(topic)

@@ -19,7 +19,8 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 from ..codec import decoder_for, recognition
 from ..codec.base import Decoder, WatermarkEvent
 from ..errors import ConfigError, DeliveryError, ReadError
-from ..kafka.producer import client_settings
+from ..kafka.client_log import ClientErrors
+from ..kafka.producer import client_settings, unreachable
 from ..kafka.topic_reader import assign, iter_range, reader_settings
 from .options import EARLIEST, LATEST, ReadConfig
 from .undecodable import undecodable
@@ -54,7 +55,8 @@ class TopicsView:
         self._isolation = (IsolationLevel.READ_UNCOMMITTED if str(isolation).lower() == "read_uncommitted"
                            else IsolationLevel.READ_COMMITTED)
         self.consumer_settings = {**settings, "isolation.level": isolation}
-        self._admin = AdminClient(settings)
+        self._errors = ClientErrors()
+        self._admin = AdminClient({**settings, **self._errors.settings})
         self._consumer = Consumer(reader_settings(self.consumer_settings))
 
     def close(self) -> None:
@@ -71,8 +73,8 @@ class TopicsView:
         try:
             topics = self._admin.list_topics(timeout=self.timeout).topics
         except KafkaException as e:
-            raise DeliveryError(f"cannot reach the Kafka brokers {self.config.sink.bootstrap_servers} within "
-                                f"broker-timeout-ms ({e.args[0].str()}): check kafka.bootstrap.servers") from None
+            self._admin.poll(0)  # serves error_cb
+            raise DeliveryError(unreachable(self.config.sink, e.args[0], self._errors)) from None
         if self.config.topic_pattern:
             pattern = re.compile(self.config.topic_pattern)
             names = sorted(t for t in topics if pattern.fullmatch(t) and not t.startswith("__"))
