@@ -81,7 +81,7 @@ _ACCEPTS: dict[str, frozenset[str]] = {
     "year": frozenset({"integral"}),
     "float": frozenset({"fractional", "integral", "decimal"}),
     "double": frozenset({"fractional", "integral", "decimal"}),
-    "decimal": frozenset({"decimal", "integral"}),
+    "decimal": frozenset({"decimal", "integral", "string"}),  # text: Spark's decimals stop at 38 digits, MySQL's at 65
     "bit": frozenset({"integral", "boolean", "binary"}),
     "enum": frozenset({"string", "integral"}),
     "set": frozenset({"string", "integral"}),
