@@ -172,7 +172,14 @@ def emit_ddl(options: dict[str, str], statement: str, *, database: str, table: s
              commit_ts: int | None = None, ddl_type: str | None = None) -> None:
     """Send one DDL event now, outside any DataFrame (e.g. before replaying a table's history).
 
-    ``options`` are the sink's options (protocol, topic, kafka.bootstrap.servers, ...).
+    ``options`` are the sink's options (protocol, topic, kafka.bootstrap.servers, ...).  The event goes
+    outside any transaction and with no watermark after it.  ``commit_ts`` (default: the TSO of now) places
+    it among the rows, as consumers order by commit ts, not offset: it must be above every watermark already
+    in its partitions (the highest commit ts of earlier writes; at or below it, readers drop the DDL as a
+    repeat), above the commit ts of the rows it follows and below that of the rows after it (a row at its
+    commit ts counts as before it).  It takes effect once a watermark at or above it reaches every
+    partition, which the next write sends.  A backfill whose rows all carry the snapshot's TSO ``tso``
+    sends its CREATE TABLE before writing them, with ``commit_ts=tso - 1``.  docs/usage.md has the rule.
     """
     config = parse_options(options)
     ddl = DDLChange(database, table, statement, commit_ts or now_tso(), classify(statement), ddl_type)
