@@ -3,7 +3,8 @@
 ``tests/golden/ticdc/`` holds, per protocol configuration (``configs.json``: a
 TiCDC sink URI's parameters), the messages TiCDC b813e76's ``codec.NewEventEncoder``
 wrote for one table per MySQL type (``types.json``: ``id INT PRIMARY KEY, v
-<type>``): an INSERT of each value and of NULL, an UPDATE and a DELETE.  The
+<type>``): its CREATE TABLE, an INSERT of each value and of NULL, an UPDATE and a
+DELETE, and per configuration a watermark.  The
 generator beside them (``generator/``, see the README) ran TiCDC's code; nothing
 here builds Go.  Each event goes through the sink alone, as one row of the same
 table and commit ts, with the encoder's clock set to the message's own build
@@ -33,12 +34,15 @@ from pyspark.sql import types as T
 from changefeed import build, schema
 from ticdc_sink.codec import encoder_for
 from ticdc_sink.codec.simple.avro_wire import SCHEMA as SIMPLE_AVRO_SCHEMA
+from ticdc_sink.ddl import DDLChange, classify
 from ticdc_sink.dispatch import Routing
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "ticdc"
 TYPES = {case["name"]: case for case in json.loads((GOLDEN / "types.json").read_text(encoding="utf-8"))}
 CONFIGS = [config["name"] for config in json.loads((GOLDEN / "configs.json").read_text(encoding="utf-8"))]
 REGISTRY_PLACEHOLDER = "{registry}"
+# The commit ts of each table's first row (the generator's baseCommitTs + 1); its CREATE TABLE commits just before.
+FIRST_COMMIT_TS = 450000000000000001
 
 
 @cache
@@ -90,8 +94,7 @@ def events(case: dict) -> list[dict]:
     rows = [{"_op": "INSERT", "id": i + 1, "v": v, "_before": None} for i, v in enumerate(values)]
     rows.append({"_op": "UPDATE", "id": 100, "v": values[-2], "_before": {"id": 100, "v": values[0]}})
     rows.append({"_op": "DELETE", "id": 101, "v": values[-2], "_before": None})
-    first_commit_ts = 450000000000000001  # the generator's baseCommitTs + 1, for each table
-    return [{**row, "_commit_ts": first_commit_ts + i} for i, row in enumerate(rows)]
+    return [{**row, "_commit_ts": FIRST_COMMIT_TS + i} for i, row in enumerate(rows)]
 
 
 def options(config: str, case: dict, table: dict, registry_url: str | None) -> dict:
@@ -199,3 +202,33 @@ def test_simple_bootstraps_are_ticdcs_bytes(config, type_name):
     clock_ms = build_ms(config, expected, table)
     bootstrap = encoder_for(config_, layout.table, clock=lambda: clock_ms).encode_bootstrap("test", f"t_{type_name}")
     assert as_bytes(bootstrap) == expected
+
+
+@pytest.mark.parametrize("type_name", list(TYPES))
+@pytest.mark.parametrize("config", [c for c in CONFIGS if golden(c)["tables"][next(iter(TYPES))].get("ddl")])
+def test_create_table_ddls_are_ticdcs_bytes(config, type_name):
+    """Each table's CREATE TABLE as TiDB handed it to TiCDC, committed just before its rows."""
+    case, table = TYPES[type_name], golden(config)["tables"][type_name]
+    config_, layout, _, _ = build(input_schema(case), events(case)[:1], **options(config, case, table, None))
+    expected = table["ddl"]
+    clock_ms = build_ms(config, message_bytes(expected, "value"), table)
+    encoder = encoder_for(config_, layout.table, clock=lambda: clock_ms)
+    ddl = DDLChange("test", f"t_{type_name}", table["query"], FIRST_COMMIT_TS - 1, classify(table["query"]))
+    messages = encoder.encode_ddl(ddl, f"tidb_test_t_{type_name}")
+    keys = messages.keys.to_pylist() if messages.keys is not None else [None] * len(messages)
+    assert {(as_bytes(key), as_bytes(value)) for key, value in zip(keys, messages.values.to_pylist())} == \
+        {(message_bytes(expected, "key"), message_bytes(expected, "value"))}
+
+
+@pytest.mark.parametrize("config", [c for c in CONFIGS if golden(c)["watermark"]])
+def test_watermarks_are_ticdcs_bytes(config):
+    """The resolved-ts event at the ts after every table's rows, to the watermark's topic."""
+    case = next(iter(TYPES.values()))
+    table, expected = golden(config)["tables"][case["name"]], golden(config)["watermark"]
+    config_, layout, _, _ = build(input_schema(case), events(case)[:1], **options(config, case, table, None))
+    clock_ms = build_ms(config, message_bytes(expected, "value"), table)
+    messages = encoder_for(config_, layout.table, clock=lambda: clock_ms).encode_watermark(
+        FIRST_COMMIT_TS + 99, ["tidb_test_watermark"])
+    keys = messages.keys.to_pylist() if messages.keys is not None else [None] * len(messages)
+    assert {(as_bytes(key), as_bytes(value)) for key, value in zip(keys, messages.values.to_pylist())} == \
+        {(message_bytes(expected, "key"), message_bytes(expected, "value"))}

@@ -58,6 +58,8 @@ type message struct {
 type tableGolden struct {
 	TableID       int64             `json:"table_id"`
 	SchemaVersion uint64            `json:"schema_version"`
+	Query         string            `json:"query"` // the CREATE TABLE as TiDB hands it to TiCDC
+	DDL           *message          `json:"ddl,omitempty"`
 	Bootstrap     *message          `json:"bootstrap,omitempty"`
 	Messages      []message         `json:"messages"`
 	Registered    map[string]string `json:"registered,omitempty"`
@@ -110,12 +112,14 @@ func TestGoldens(t *testing.T) {
 		}}
 	}
 	tables := map[string]*commonType.TableInfo{}
+	ddls := map[string]*commonEvent.DDLEvent{}
 	events := map[string][]event{}
 	for _, c := range cases {
 		commitTs = baseCommitTs
 		table := "t_" + c.Name
 		ddl := helper.DDL2Event(fmt.Sprintf("CREATE TABLE test.%s (id INT PRIMARY KEY, v %s)", table, c.Type))
-		tables[c.Name] = ddl.TableInfo
+		ddl.FinishedTs = baseCommitTs // the DDL commits before the table's rows
+		tables[c.Name], ddls[c.Name] = ddl.TableInfo, ddl
 		insert := func(id int, literal string) string {
 			return fmt.Sprintf("INSERT INTO test.%s VALUES (%d, %s)", table, id, literal)
 		}
@@ -137,9 +141,10 @@ func TestGoldens(t *testing.T) {
 		out := map[string]*tableGolden{}
 		for _, c := range cases {
 			registry.reset()
-			out[c.Name] = encodeTable(t, pc, registry, "tidb_test_t_"+c.Name, tables[c.Name], events[c.Name])
+			out[c.Name] = encodeTable(t, pc, registry, "tidb_test_t_"+c.Name, ddls[c.Name], events[c.Name])
 		}
-		data, err := json.MarshalIndent(map[string]any{"uri": pc.URI, "tables": out}, "", " ")
+		data, err := json.MarshalIndent(map[string]any{"uri": pc.URI, "watermark": encodeWatermark(t, pc, registry),
+			"tables": out}, "", " ")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -149,10 +154,8 @@ func TestGoldens(t *testing.T) {
 	}
 }
 
-// encodeTable encodes a table's events as TiCDC's Kafka sink sends them to topic (the sink's tidb_{schema}_{table}).
-func encodeTable(t *testing.T, pc protocolConfig, registry *registry, topic string, table *commonType.TableInfo,
-	events []event) *tableGolden {
-	ctx := context.Background()
+// newEncoder is TiCDC's encoder of a configuration, as its Kafka sink makes it for topic.
+func newEncoder(t *testing.T, pc protocolConfig, registry *registry, topic string) (common.EventEncoder, *common.Config) {
 	uri, err := url.Parse("kafka://127.0.0.1:9092/" + topic + "?" + strings.ReplaceAll(pc.URI, "{registry}", registry.server.URL))
 	if err != nil {
 		t.Fatal(err)
@@ -171,11 +174,40 @@ func encodeTable(t *testing.T, pc protocolConfig, registry *registry, topic stri
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	encoder, err := codec.NewEventEncoder(ctx, cfg, nil)
+	encoder, err := codec.NewEventEncoder(context.Background(), cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden := &tableGolden{TableID: table.TableName.TableID, SchemaVersion: table.GetUpdateTS()}
+	return encoder, cfg
+}
+
+// encodeWatermark is a configuration's checkpoint (resolved ts) event at the ts after every table's rows, or nil
+// where the protocol sends none.
+func encodeWatermark(t *testing.T, pc protocolConfig, registry *registry) *message {
+	encoder, _ := newEncoder(t, pc, registry, "tidb_test_watermark")
+	m, err := encoder.EncodeCheckpointEvent(baseCommitTs + 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m == nil {
+		return nil
+	}
+	return asMessage("watermark", m)
+}
+
+// encodeTable encodes a table's CREATE TABLE and row events as TiCDC's Kafka sink sends them to topic (the
+// sink's tidb_{schema}_{table}).
+func encodeTable(t *testing.T, pc protocolConfig, registry *registry, topic string, ddl *commonEvent.DDLEvent,
+	events []event) *tableGolden {
+	ctx := context.Background()
+	encoder, cfg := newEncoder(t, pc, registry, topic)
+	protocol, table := cfg.Protocol, ddl.TableInfo
+	golden := &tableGolden{TableID: table.TableName.TableID, SchemaVersion: table.GetUpdateTS(), Query: ddl.Query}
+	if m, err := encoder.EncodeDDLEvent(ddl); err != nil {
+		t.Fatal(err)
+	} else if m != nil {
+		golden.DDL = asMessage("create table", m)
+	}
 	if protocol == config.ProtocolSimple {
 		m, err := encoder.EncodeDDLEvent(codec.NewBootstrapDDLEvent(table))
 		if err != nil {
