@@ -221,6 +221,8 @@ def _member_indexes(values: pa.Array, elements: tuple[str, ...]) -> pa.Array:
 def _enum(values: pa.Array, elements: tuple[str, ...]) -> pa.Array:
     if pa.types.is_integer(values.type):
         return _unsigned_within(values, len(elements), f"an ENUM index is 0..{len(elements)}")
+    # Trailing spaces do not count, as under MySQL's PAD SPACE collations (JDBC pads ENUMs read as CHAR(n)).
+    values = pc.utf8_rtrim(values, " ")
     found = _member_indexes(values, elements)
     # '' is MySQL's error value (index 0) unless the ENUM declares it as a member.
     empty = pc.and_(pc.equal(values, string_scalar("")), pa.scalar("" not in elements, pa.bool_()))
