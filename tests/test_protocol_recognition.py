@@ -1,7 +1,7 @@
 """A message read as a protocol it is not in is named as such (``codec/recognition.py``), by a read's task and by
 the decoder ``tail`` uses: never read as nothing, never a bare ``KeyError``.  Every protocol's messages (rows, DDL,
 watermarks, Simple's BOOTSTRAP, Avro's tombstone), made by the sink's encoders, are read as every other protocol;
-what is not a row but is the protocol's own is no error."""
+what is not a row but is the protocol's own is no error (Debezium's tombstone after a delete, too)."""
 
 from __future__ import annotations
 
@@ -73,7 +73,7 @@ def written(protocol: str, registry: str | None, topic: str = "t") -> list[tuple
 
 @pytest.fixture(scope="module")
 def registry():
-    from schema_registry_double import SchemaRegistryDouble
+    from ticdc_sink.schema_registry_double import SchemaRegistryDouble
 
     with SchemaRegistryDouble() as double:
         yield double.url
@@ -151,11 +151,11 @@ class Message:
         return self._offset
 
 
-def task(protocol: str, on_error: str = "fail") -> _RangeRead:
+def task(protocol: str, on_error: str = "fail", registry: str | None = None) -> _RangeRead:
     """A read's task of partition 0 of topic t, reading shop.orders as ``protocol``."""
     config = parse_read_options({"kafka.bootstrap.servers": "127.0.0.1:1", "topic": "t", "protocol": protocol,
                                  "enable-tidb-extension": "true", "database": "shop", "table": "orders",
-                                 "on-error": on_error})
+                                 "on-error": on_error, **({"schema-registry": registry} if registry else {})})
     columns = T.StructType([T.StructField("_op", T.StringType()), T.StructField("_commit_ts", T.LongType()),
                             T.StructField("id", T.LongType()), T.StructField("name", T.StringType())])
     return _RangeRead(ReadLayout.from_schema(config, columns), KafkaRange("t:0", 0, 100))
@@ -193,6 +193,65 @@ def test_a_tombstone_in_a_topic_of_a_json_protocol_is_named(reader, messages):
                                         r"a key without a value, as avro writes a delete\); check the protocol "
                                         r"option$"):
         rows_of(task(reader), [Message(key, tombstone, 0)])
+
+
+def rows_one_by_one(read: _RangeRead, messages: list[Message]) -> list[dict]:
+    for message in messages:
+        read.message(message)
+    return pa.Table.from_batches(list(read.finish())).to_pylist()
+
+
+def tombstone_after_delete(protocol: str, messages) -> tuple[bytes, None]:
+    """The tombstone Debezium writes after a delete, for log compaction: the delete's key and a null value."""
+    [key] = [k for what, k, _ in messages[protocol] if what == "row 2"]
+    return key, None
+
+
+@pytest.mark.parametrize("protocol", ["debezium", "debezium-avro"])
+def test_a_debezium_tombstone_after_a_delete_is_no_change(protocol, messages, registry):
+    """Debezium (and Kafka Connect on TiCDC's Debezium topics) follows a delete with a tombstone: a read of the
+    topic passes over it, a chunk and a message at a time, as ``tail`` does."""
+    rows = [(key, value) for what, key, value in messages[protocol] if what.startswith("row")]
+    topic = [Message(key, value, offset)
+             for offset, (key, value) in enumerate([*rows, tombstone_after_delete(protocol, messages)])]
+    assert recognition.decode(decoder(protocol, registry), *tombstone_after_delete(protocol, messages)) == []
+    read = [path(task(protocol, registry=registry), topic) for path in (rows_of, rows_one_by_one)]
+    assert read == [rows_of(task(protocol, registry=registry), topic[:-1])] * 2
+    assert [r["_op"] for r in read[0]] == ["INSERT", "UPDATE", "DELETE"]
+
+
+@pytest.mark.parametrize("reader", ["canal-json", "open-protocol", "simple", "debezium-avro"])
+def test_a_debezium_tombstone_in_a_topic_of_another_protocol_is_named(reader, messages, registry):
+    """A protocol whose topics hold no tombstones (and debezium-avro, whose keys are Avro) names one."""
+    key, tombstone = tombstone_after_delete("debezium", messages)
+    article = "an" if reader[0] in "aeiou" else "a"
+    with pytest.raises(ReadError, match=rf"^topic 't' partition 0 offset 0: not {article} {reader} message \(a "
+                                        r"tombstone: a key without a value, as debezium writes after a delete\); "
+                                        r"check the protocol option$"):
+        rows_of(task(reader, registry=registry), [Message(key, tombstone, 0)])
+
+
+@pytest.mark.parametrize("reader", PROTOCOLS)
+def test_a_tombstone_without_a_key_is_no_change_where_the_protocol_has_tombstones(reader, registry):
+    read = decoder(reader, registry)
+    if reader in ("avro", "debezium", "debezium-avro"):
+        assert recognition.decode(read, None, None) == []
+        return
+    with pytest.raises(NotOfProtocol, match=r"\(a tombstone: a key without a value, as avro writes a delete, and "
+                                            r"debezium after one\)$"):
+        recognition.decode(read, None, None)
+
+
+@pytest.mark.parametrize("reader", ["debezium", "canal-json"])
+def test_a_compressed_tombstone_is_told_by_its_key_as_the_options_decompress_it(reader, messages):
+    key, tombstone = tombstone_after_delete("debezium", messages)
+    read = decoder_for(parse_read_options({"kafka.bootstrap.servers": "127.0.0.1:1", "topic": "t", "protocol": reader,
+                                           "large-message-handle-compression": "lz4"}).sink)
+    if reader == "debezium":
+        assert recognition.decode(read, compress(key, "lz4"), tombstone) == []
+        return
+    with pytest.raises(NotOfProtocol, match=r"as debezium writes after a delete\)$"):
+        recognition.decode(read, compress(key, "lz4"), tombstone)
 
 
 def test_a_task_of_simple_no_longer_takes_canal_jsons_watermark_and_ddl_for_ddl(messages):

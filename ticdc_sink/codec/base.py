@@ -192,7 +192,7 @@ class Decoder(ABC):
     """Turns Kafka messages of a protocol back into events, in the order a consumer must apply them.
 
     ``decode`` returns the events a message completes.  A message may carry
-    several events (Open Protocol's frames), none (a tombstone without a key),
+    several events (Open Protocol's frames), none (Debezium's tombstone after a delete),
     or rows that cannot be typed yet: a decoder holds those back (``waiting``)
     and returns them after the message that completes them (Simple's rows wait
     for their table's schema).

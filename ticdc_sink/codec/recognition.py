@@ -8,9 +8,12 @@ write them:
 - open-protocol: the key is a frame of version 1 (``open_protocol/frames.py``);
 - canal-json: a JSON object with ``isDdl``; debezium: one with ``payload``;
   simple: one with ``version`` and ``type``, or Simple's Avro (first byte 0x16);
-- avro and debezium-avro: Confluent's wire format (magic byte 0, schema id) or
-  a tombstone (a key without a value); debezium-avro's value schema is a
-  Debezium envelope (``source``, ``ts_ms``), avro's the table's columns.
+- avro and debezium-avro: Confluent's wire format (magic byte 0, schema id);
+  debezium-avro's value schema is a Debezium envelope (``source``, ``ts_ms``),
+  avro's the table's columns;
+- a tombstone (a key without a value): avro's DELETE, and what Debezium writes
+  after a delete for log compaction, told apart by the key's form (Confluent's,
+  or Debezium's JSON); read as a protocol whose topics hold none, it is named.
 """
 
 from __future__ import annotations
@@ -25,6 +28,10 @@ from .shared.schema_registry import UsesSchemaRegistry, split_confluent
 
 _OPEN_PROTOCOL_KEY = struct.pack(">Q", VERSION)
 _CONFLUENT = ("avro", "debezium-avro")
+_ANY_TOMBSTONE = ("avro", "debezium", "debezium-avro")  # the protocols whose topics hold tombstones
+# The protocols a tombstone may be of, by its key (``_tombstone``), and what such a tombstone is.
+_TOMBSTONES = {_CONFLUENT: "as avro writes a delete", ("debezium",): "as debezium writes after a delete",
+               _ANY_TOMBSTONE: "as avro writes a delete, and debezium after one"}
 _JSON_MEMBERS = {"canal-json": ("isDdl",), "debezium": ("payload",), "simple": ("version", "type")}
 
 
@@ -58,7 +65,7 @@ def _check(decoder: Decoder, key: bytes | None, value: bytes | None) -> None:
     if forms is None or protocol in forms:
         return
     if value is None:
-        looks = "a tombstone: a key without a value, as avro writes a delete"
+        looks = f"a tombstone: a key without a value, {_TOMBSTONES[forms]}"
     else:
         looks = f"it looks like {' or '.join(forms)}" if forms else "JSON of no TiCDC protocol"
     raise NotOfProtocol(protocol, looks) from None
@@ -71,14 +78,11 @@ def _protocols_of(decoder: Decoder, key: bytes | None, value: bytes | None) -> t
     if key is not None and key.startswith(_OPEN_PROTOCOL_KEY):
         return ("open-protocol",)
     if value is None:
-        return _CONFLUENT
+        return _tombstone(decoder, key)
     if compression_hint(value):
         return None
-    try:
-        value = decoder.decompressed(value)
-    except Exception:
-        pass  # not compressed as the options say: read as it is
-    if value[:1] == b"\x00" and len(value) >= 5:
+    value = _as_written(decoder, value)
+    if _is_confluent(value):
         return _confluent(decoder, value)
     if value[:1] == b"\x16":
         return ("simple",)
@@ -101,3 +105,31 @@ def _confluent(decoder: Decoder, value: bytes) -> tuple[str, ...]:
     except Exception:  # the registry's failure is the decoder's to report
         return _CONFLUENT
     return ("debezium-avro",) if {"source", "ts_ms"} <= fields else ("avro",)
+
+
+def _tombstone(decoder: Decoder, key: bytes | None) -> tuple[str, ...]:
+    """The protocols whose topics hold a tombstone with this key (a key of ``_TOMBSTONES``): a key in Confluent's
+    form is avro's or debezium-avro's, a JSON one debezium's; without a key, or with one of neither form, it may be
+    any of theirs."""
+    if key is not None:
+        key = _as_written(decoder, key)  # TiCDC compresses Debezium's keys as its values
+        if _is_confluent(key):
+            return _CONFLUENT
+        try:
+            json.loads(key)
+            return ("debezium",)
+        except ValueError:
+            pass
+    return _ANY_TOMBSTONE
+
+
+def _as_written(decoder: Decoder, data: bytes) -> bytes:
+    """A key's or value's bytes decompressed as the options say, or as they are where they are not so."""
+    try:
+        return decoder.decompressed(data)
+    except Exception:
+        return data
+
+
+def _is_confluent(data: bytes) -> bool:
+    return data[:1] == b"\x00" and len(data) >= 5

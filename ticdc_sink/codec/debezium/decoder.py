@@ -46,7 +46,9 @@ class DebeziumDecoder(Decoder):
         self._context = ReadingContext.of(config)
         self._fields: dict[bytes | None, dict] = {}  # an envelope schema's text -> its columns' types and converters
 
-    def decode(self, key: bytes | None, value: bytes) -> list[RowEvent | DDLEvent | WatermarkEvent]:
+    def decode(self, key: bytes | None, value: bytes | None) -> list[RowEvent | DDLEvent | WatermarkEvent]:
+        if value is None:
+            return []  # a tombstone: Debezium's after a delete, for log compaction, is no change
         # TiCDC writes the envelope's schema after its payload, and the same schema for every row of a table
         # shape: it is parsed once per shape, and each message's payload alone.
         value = self.decompressed(value.encode() if isinstance(value, str) else value)

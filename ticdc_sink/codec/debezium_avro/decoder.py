@@ -35,7 +35,7 @@ class DebeziumAvroDecoder(UsesSchemaRegistry, Decoder):
 
     def decode(self, key: bytes | None, value: bytes | None) -> list:
         if value is None:
-            return []  # TiCDC sends no tombstones in this protocol
+            return []  # a tombstone: Debezium's after a delete, for log compaction, is no change (TiCDC sends none)
         reader, envelope = self._read(value)
         source = envelope.get("source") or {}
         op = envelope.get("op")
