@@ -32,7 +32,7 @@ Measures, on the standard change feed (``feed.py``):
     with ``--read-only``.
 Results go to ``bench/RESULTS.md`` with the ratios, the targets, the machine and
 the command.  The avro protocol needs a Schema Registry: ``--schema-registry URL``,
-else the in-process TEST DOUBLE of the tests (``tests/schema_registry_double.py``).
+else the package's in-process TEST DOUBLE (``ticdc_sink/schema_registry_double.py``).
 """
 
 from __future__ import annotations
@@ -80,6 +80,7 @@ from ticdc_sink.sink.costs import LIBRDKAFKA, STAGES
 from ticdc_sink.dispatch import PartitionDispatcher, Routing, TopicRouter, route
 from ticdc_sink.kafka.producer import python_bytes
 from ticdc_sink.redact import mask_url
+from ticdc_sink.schema_registry_double import SchemaRegistryDouble
 from ticdc_sink.sink.task import WritePlan
 
 CORES = os.cpu_count() or 1
@@ -95,7 +96,6 @@ RSS_TARGET_MB = 500
 TOPIC_PARTITIONS = 3  # of the topics the bench creates itself
 TITLES = {"canal-json": "Canal-JSON", "open-protocol": "Open Protocol", "avro": "Avro", "debezium": "Debezium",
           "simple": "Simple (JSON)", "simple-avro": "Simple (Avro)"}
-REGISTRY_DOUBLE = BENCH.parent / "tests" / "schema_registry_double.py"
 STAGE_ROWS = 300_000  # per protocol, of the per-stage runs: the costs per row settle well before the feed's end
 BARE = "bare producer"
 WORKER = "worker outside the task"
@@ -1352,25 +1352,20 @@ def module_at(path: Path):
     return module
 
 
-def start_registry_double():
-    """The tests' Schema Registry TEST DOUBLE, served from this process: no real registry runs on this machine."""
-    return module_at(REGISTRY_DOUBLE).SchemaRegistryDouble().start()
-
-
 @contextlib.contextmanager
 def schema_registry(args):
     """The URL and description of avro's registry, ``(None, None)`` without avro: ``--schema-registry``, else
-    the tests' TEST DOUBLE, served from this process for the whole run."""
+    the package's TEST DOUBLE, served from this process for the whole run."""
     if "avro" not in args.protocols:
         yield None, None
     elif args.schema_registry:
         yield args.schema_registry, f"{mask_url(args.schema_registry)} (--schema-registry)"
     else:
-        double = start_registry_double()
-        say(f"Schema Registry: a TEST DOUBLE (tests/schema_registry_double.py) at {double.url}, not a real "
+        double = SchemaRegistryDouble().start()
+        say(f"Schema Registry: a TEST DOUBLE (ticdc_sink/schema_registry_double.py) at {double.url}, not a real "
             "registry; --schema-registry URL to use one")
         try:
-            yield double.url, "the tests' in-process TEST DOUBLE (not a real registry)"
+            yield double.url, "the package's in-process TEST DOUBLE (not a real registry)"
         finally:
             double.stop()
 
@@ -1587,7 +1582,7 @@ def parse_args(argv: list[str] | None):
     parser.add_argument("--small", action="store_true", help="a seconds-long smoke run (CI): small sizes, no verdicts")
     parser.add_argument("--bootstrap-servers", help="an existing Kafka cluster (default: the embedded broker)")
     parser.add_argument("--schema-registry", metavar="URL",
-                        help="a Schema Registry for avro (default: the tests' in-process TEST DOUBLE)")
+                        help="a Schema Registry for avro (default: the package's in-process TEST DOUBLE)")
     parser.add_argument("--protocols", type=protocol_list, default=list(BENCHED),
                         help=f"comma-separated (default: {','.join(BENCHED)})")
     parser.add_argument("--encode-only", action="store_true", help="only the encode-only runs: no broker, no Spark")

@@ -9,9 +9,9 @@ Backends, in order of choice (the session header says which one ran):
 - Testcontainers (``pip install -e '.[test,integration]'`` and a Docker engine):
   Apache Kafka in KRaft mode and a Confluent Schema Registry on its network,
   started once for the session;
-- otherwise the embedded broker (Tansu) and the Schema Registry test double of
-  ``tests/``: what they cannot show (abort isolation for read_committed
-  consumers) skips with its reason.
+- otherwise the embedded broker (Tansu) and the Schema Registry test double
+  (``ticdc_sink/schema_registry_double.py``): what they cannot show (abort
+  isolation for read_committed consumers) skips with its reason.
 
 The SASL/PLAIN tests use a broker of their own that requires the login: a
 second Kafka container, or the cluster named by
@@ -209,7 +209,7 @@ def schema_registry(real_schema_registry):
     if real_schema_registry is not None:
         yield real_schema_registry
         return
-    from schema_registry_double import SchemaRegistryDouble
+    from ticdc_sink.schema_registry_double import SchemaRegistryDouble
 
     with SchemaRegistryDouble() as double:
         yield double

@@ -198,8 +198,8 @@ def under_test(request, protocol):
 
 @pytest.fixture
 def schema_registry():
-    """A fresh Schema Registry TEST DOUBLE (tests/schema_registry_double.py): ids start at 1."""
-    from schema_registry_double import SchemaRegistryDouble
+    """A fresh Schema Registry TEST DOUBLE (ticdc_sink/schema_registry_double.py): ids start at 1."""
+    from ticdc_sink.schema_registry_double import SchemaRegistryDouble
 
     with SchemaRegistryDouble() as double:
         yield double

@@ -23,7 +23,7 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 from pyspark.sql import types as T
 
 from changefeed import build, schema
-from schema_registry_double import SchemaRegistryDouble
+from ticdc_sink.schema_registry_double import SchemaRegistryDouble
 from ticdc_sink.codec import check_services, decoder_for, encoder_for, open_encoder
 from ticdc_sink.codec.avro.encoder import column_binary
 from ticdc_sink.dispatch import Routing

@@ -24,7 +24,7 @@ from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerialize
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 from confluent_kafka.serialization import MessageField, SerializationContext
 
-from schema_registry_double import SchemaRegistryDouble
+from ticdc_sink.schema_registry_double import SchemaRegistryDouble
 
 
 def record(fields, name="Row", **extra):

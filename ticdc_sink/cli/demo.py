@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import importlib.util
 import os
 import shutil
 import sys
@@ -11,7 +10,6 @@ import tempfile
 import time
 from contextlib import contextmanager
 from decimal import Decimal
-from pathlib import Path
 from typing import Iterator
 
 from ..broker import EmbeddedBroker
@@ -19,6 +17,7 @@ from ..codec.open_protocol.frames import split_frame
 from ..codec.shared.schema_registry import SchemaRegistry, subject
 from ..kafka.client_log import ClientErrors
 from ..kafka.topic_reader import read_messages
+from ..schema_registry_double import SchemaRegistryDouble
 from .output import CommandError, say, spark_failure
 from .tail import enum_set_types, print_events, protocol_decoder, uses_registry
 
@@ -146,19 +145,12 @@ def explain_topic(messages: list, protocol: str, schema_registry: str | None = N
 
 @contextmanager
 def demo_registry(protocol: str, url: str | None) -> Iterator[str | None]:
-    """Avro's schema registry for the demo: the one given, else the repository's Schema Registry TEST DOUBLE."""
+    """Avro's schema registry for the demo: the one given, else the package's Schema Registry TEST DOUBLE."""
     if not uses_registry(protocol) or url:
         yield url
         return
-    path = Path(__file__).resolve().parents[2] / "tests" / "schema_registry_double.py"
-    if not path.exists():
-        raise CommandError(f"the {protocol} demo starts the Schema Registry test double of the repository's tests/ "
-                           f"folder, which is not at {path}: run it from a clone, or give --schema-registry URL")
-    spec = importlib.util.spec_from_file_location("schema_registry_double", path)
-    module = sys.modules[spec.name] = importlib.util.module_from_spec(spec)  # its dataclasses look it up there
-    spec.loader.exec_module(module)
-    with module.SchemaRegistryDouble() as double:
-        say(f"started a Schema Registry TEST DOUBLE at {double.url} (tests/schema_registry_double.py: in memory, "
+    with SchemaRegistryDouble() as double:
+        say(f"started a Schema Registry TEST DOUBLE at {double.url} (ticdc_sink.schema_registry_double: in memory, "
             "for the tests and this demo only; give --schema-registry URL to use a real registry)")
         yield double.url
 

@@ -56,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--topic", default=f"ticdc-demo-{int(time.time())}",
                       help="the topic (avro: its prefix; the topic is <prefix>_shop_orders)")
     demo.add_argument("--schema-registry", metavar="URL",
-                      help="avro: a Confluent Schema Registry (default: start the repository's test double)")
+                      help="avro: a Confluent Schema Registry (default: start the package's in-memory test double)")
 
     tail_help = "print the decoded events of a topic, from its beginning"
     tail = commands.add_parser("tail", parents=[common], help=tail_help, description=tail_help)

@@ -1,10 +1,12 @@
-"""A TEST DOUBLE of the Confluent Schema Registry, for tests only.
+"""A TEST DOUBLE of the Confluent Schema Registry, for the tests and the demo only.
 
 ``SchemaRegistryDouble`` is a small in-process HTTP server (``http.server`` on a
 thread, bound to 127.0.0.1 on a free port) that speaks the subset of the
 Schema Registry REST API that confluent-kafka's ``SchemaRegistryClient``,
 ``AvroSerializer`` and ``AvroDeserializer`` use. The machine that runs the tests
-has no Docker, so the real registry cannot be started next to them.
+has no Docker, so the real registry cannot be started next to them; and the
+Avro demo of an installed package needs a registry, so the double ships in it,
+as the embedded broker does (``broker.py``).
 
     with SchemaRegistryDouble() as registry:
         client = SchemaRegistryClient({"url": registry.url})
