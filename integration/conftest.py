@@ -21,7 +21,6 @@ and ``TICDC_SINK_TEST_SASL_PASSWORD``.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import sys
 from dataclasses import dataclass
@@ -30,30 +29,15 @@ from pathlib import Path
 import pytest
 
 TESTS = Path(__file__).resolve().parents[1] / "tests"
-sys.path.insert(0, str(TESTS))  # the shared test helpers (changefeed, ...)
+sys.path.insert(0, str(TESTS))  # the shared test helpers (changefeed, shared_fixtures, ...)
 
-
-def _load(name: str, path: Path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-_unit = _load("ticdc_sink_unit_conftest", TESTS / "conftest.py")
-spark = _unit.spark
-topic = _unit.topic
-hides_aborted_transactions = _unit.hides_aborted_transactions
-broker_that_goes_away = _unit.broker_that_goes_away
-under_test = _unit.under_test
-
-KAFKA_IMAGE = "confluentinc/cp-kafka:7.6.1"
-REGISTRY_IMAGE = "confluentinc/cp-schema-registry:7.6.1"
+from backend import KAFKA_IMAGE, REGISTRY_IMAGE, chosen  # noqa: E402
+from shared_fixtures import (BrokerUnderTest, broker_that_goes_away, hides_aborted_transactions,  # noqa: E402,F401
+                             spark, topic, under_test)
 
 
 @dataclass(frozen=True)
-class RealKafka(_unit.BrokerUnderTest):
+class RealKafka(BrokerUnderTest):
     isolation: str = "read_committed"  # what TiCDC's consumers read, and real Kafka keeps it
     network: object = None  # the Docker network of a Kafka container, which a registry container joins
 
@@ -63,55 +47,13 @@ class RealSchemaRegistry:
     url: str
 
 
-def _docker_reason() -> str | None:
-    try:
-        import docker
-
-        docker.from_env().ping()
-    except Exception as e:  # no engine, no socket, no permission: all mean "cannot run containers here"
-        return f"no Docker engine to start Kafka in ({type(e).__name__}: {e})"
-    return None
-
-
-@dataclass(frozen=True)
-class Backend:
-    kind: str  # "external", "containers" or "embedded"
-    description: str
-
-
-def _backend() -> Backend:
-    external = os.environ.get("TICDC_SINK_TEST_BOOTSTRAP_SERVERS")
-    if external:
-        registry = os.environ.get("TICDC_SINK_TEST_SCHEMA_REGISTRY")
-        return Backend("external", f"the cluster at {external}, "
-                                   + (f"Schema Registry at {registry}" if registry else "the Schema Registry TEST "
-                                      "DOUBLE (TICDC_SINK_TEST_SCHEMA_REGISTRY unset)"))
-    if importlib.util.find_spec("testcontainers") is None:
-        missing = "Testcontainers is not installed (pip install -e '.[test,integration]')"
-    else:
-        missing = _docker_reason()
-    if missing is None:
-        return Backend("containers", f"Testcontainers: {KAFKA_IMAGE} (KRaft) and {REGISTRY_IMAGE}")
-    return Backend("embedded", f"the embedded broker (Tansu) and the Schema Registry test double, because "
-                               f"{missing[0].lower() + missing[1:]}; the abort-isolation checks skip")
-
-
-BACKEND = None
-
-
 def pytest_report_header(config) -> str:
-    global BACKEND
-    BACKEND = _backend()
-    return f"ticdc-sink integration backend: {BACKEND.description}"
-
-
-def _chosen() -> Backend:
-    return BACKEND or _backend()
+    return f"ticdc-sink integration backend: {chosen().description}"
 
 
 @pytest.fixture(scope="session")
 def broker():
-    backend = _chosen()
+    backend = chosen()
     if backend.kind == "external":
         yield RealKafka(os.environ["TICDC_SINK_TEST_BOOTSTRAP_SERVERS"])
     elif backend.kind == "containers":
@@ -125,7 +67,7 @@ def broker():
         from ticdc_sink.broker import EmbeddedBroker
 
         with EmbeddedBroker() as running:  # read uncommitted, as the unit suite reads it (docs/limits.md)
-            yield _unit.BrokerUnderTest(running.bootstrap_servers, "read_uncommitted")
+            yield BrokerUnderTest(running.bootstrap_servers, "read_uncommitted")
 
 
 def _sasl_plain_kafka(image: str, username: str, password: str):
@@ -161,7 +103,7 @@ def sasl_plain(username: str, password: str) -> dict:
 @pytest.fixture(scope="session")
 def sasl_broker():
     """A broker that refuses clients without a SASL/PLAIN login; its ``security`` holds the login."""
-    backend = _chosen()
+    backend = chosen()
     if backend.kind == "embedded":
         pytest.skip("the embedded broker (Tansu 0.6) knows SCRAM only, not PLAIN: the SASL/PLAIN tests run "
                     "with Docker, or against a cluster named by TICDC_SINK_TEST_SASL_BOOTSTRAP_SERVERS")
@@ -180,7 +122,7 @@ def sasl_broker():
 @pytest.fixture(scope="session")
 def real_schema_registry(broker):
     """A Confluent Schema Registry whose store is the Kafka cluster under test (None: the test double)."""
-    backend = _chosen()
+    backend = chosen()
     if backend.kind == "embedded":
         yield None
         return

@@ -8,7 +8,7 @@ from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
-from conftest import _chosen
+from backend import chosen
 from protocols import ProtocolUnderTest
 from test_spark_sink import CHANGES, row, row_columns, sink_options, write_batch
 from ticdc_sink.codec import PROTOCOLS
@@ -37,7 +37,7 @@ def write_stream(spark, rows: list[dict], options: dict, where) -> None:
 @pytest.mark.parametrize("protocol, encoding", ENCODINGS, ids=[f"{p}-{e}" for p, e in ENCODINGS])
 def test_every_protocol_and_encoding_end_to_end(spark, broker, topic, tmp_path, schema_registry, protocol, encoding,
                                                 mode):
-    if _chosen().kind == "embedded" and encoding == "json" and protocol != "avro":
+    if chosen().kind == "embedded" and encoding == "json" and protocol != "avro":
         pytest.skip("the unit suite's batch and streaming tests write this protocol to the embedded broker already")
     under = ProtocolUnderTest(protocol, schema_registry.url if protocol in REGISTERED else None)
     options = sink_options(broker, topic, under, **{"enable-tidb-extension": "true", "partition": "index-value",

@@ -8,13 +8,12 @@ backend they would repeat the unit suite on the same broker: they skip.
 
 import pytest
 
-from conftest import TESTS, _chosen, _load
+import test_exactly_once as _exactly_once
+import test_spark_sink as _spark_sink
+from backend import chosen
 
-pytestmark = pytest.mark.skipif(_chosen().kind == "embedded",
+pytestmark = pytest.mark.skipif(chosen().kind == "embedded",
                                 reason="the unit suite runs these on the embedded broker already")
-
-_exactly_once = _load("ticdc_sink_unit_exactly_once", TESTS / "test_exactly_once.py")
-_spark_sink = _load("ticdc_sink_unit_spark_sink", TESTS / "test_spark_sink.py")
 
 globals().update({name: value for module in (_exactly_once, _spark_sink)
                   for name, value in vars(module).items() if name.startswith("test_")})
