@@ -16,11 +16,14 @@ from pyspark.sql import types as T
 
 from changefeed import build, configured, schema
 from test_debezium_types import ENCODED, spark_input
+from ticdc_sink.codec import decoder_for
 from ticdc_sink.codec.debezium.encoder import DebeziumEncoder
 from ticdc_sink.ddl import DDLChange, classify
 from ticdc_sink.dispatch import Routing
 from ticdc_sink.errors import ContractError
 from ticdc_sink.kafka.messages import BROADCAST
+from ticdc_sink.source.options import parse_read_options
+from ticdc_sink.table.type_grammar import parse_mysql_type
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "debezium"
 CLOCK_MS = 1701326309000  # the goldens' payload.ts_ms
@@ -265,6 +268,25 @@ def test_ddl_and_watermark_decode():
                                                     "ALTER", 1)]
     assert decoded("ddl-drop-table")[0].type == "DROP"
     assert decoded("watermark") == [WatermarkEvent(3)]
+
+
+def row_without_schemas(database: str, table: str, after: dict) -> bytes:
+    """An INSERT as Debezium writes it with debezium-disable-schema and without the TiDB extension."""
+    return json.dumps({"payload": {"before": None, "after": after, "op": "c",
+                                   "source": {"db": database, "table": table}}}).encode()
+
+
+@pytest.mark.parametrize("database, table", [("shop", "orders"), (None, "orders"), (None, None)])
+def test_the_types_a_read_declares_type_the_rows_of_its_table_alone(database, table):
+    """A read's declared types (its schema's) type its own table's rows (a name it leaves None: any table's), and
+    column-types every table's; another table's like-named column keeps its JSON value."""
+    decoder = decoder_for(parse_read_options({"kafka.bootstrap.servers": "127.0.0.1:1", "topic": "t",
+                                              "protocol": "debezium", "column-types": "n BIGINT UNSIGNED"}).sink)
+    decoder.declare_types(database, table, {"b": parse_mysql_type("VARBINARY(8)")})
+    read = {(d, t): decoder.decode(None, row_without_schemas(d, t, {"b": "AAE=", "n": -1}))[0].columns
+            for d, t in [("shop", "orders"), ("shop", "other"), ("sales", "orders")]}
+    declared = {(d, t) for d, t in read if database in (None, d) and table in (None, t)}
+    assert read == {name: {"b": b"\x00\x01" if name in declared else "AAE=", "n": 2**64 - 1} for name in read}
 
 
 def test_names_and_types_ticdc_writes_differently_from_the_obvious():

@@ -119,9 +119,16 @@ COLUMNS = [
 ]
 BY_NAME = {c.name: c for c in COLUMNS}
 COLUMN_TYPES = ", ".join(f"{c.name} {c.mysql}" for c in COLUMNS)
-TABLE = [("id", T.LongType(), False), *((c.name, c.spark) for c in COLUMNS)]
-SCHEMA = schema(("_op", T.StringType()), ("_commit_ts", T.LongType()), *TABLE,
-                ("_before", T.StructType([T.StructField(*f) for f in TABLE])))
+
+
+def input_schema(columns: list[Column]) -> T.StructType:
+    """The sink's input of a table of ``id`` and ``columns``."""
+    table = [("id", T.LongType(), False), *((c.name, c.spark) for c in columns)]
+    return schema(("_op", T.StringType()), ("_commit_ts", T.LongType()), *table,
+                  ("_before", T.StructType([T.StructField(*f) for f in table])))
+
+
+SCHEMA = input_schema(COLUMNS)
 
 
 @dataclass(frozen=True)
@@ -207,14 +214,14 @@ def expected(mode: Mode, column: str, value):
     return next((cell.read for cell in LOSSY if cell.applies(mode, column, value)), value)
 
 
-def carried_values(mode: Mode) -> dict[str, list]:
+def carried_values(mode: Mode, columns: list[Column]) -> dict[str, list]:
     """Each column's values that the mode's messages carry."""
-    return {c.name: [v for v in c.values if refused(mode, c.name, v) is None] for c in COLUMNS}
+    return {c.name: [v for v in c.values if refused(mode, c.name, v) is None] for c in columns}
 
 
-def input_rows(mode: Mode) -> list[dict]:
+def input_rows(mode: Mode, columns: list[Column] = COLUMNS) -> list[dict]:
     """INSERTs of every column's values, cycled through, and an all-NULL row last."""
-    values = carried_values(mode)
+    values = carried_values(mode, columns)
     count = 1 + max(map(len, values.values()))
     return [{"_op": "INSERT", "_commit_ts": (i + 1) << 18, "id": i, "_before": None,
              **{name: None if i == count - 1 else vs[i % len(vs)] for name, vs in values.items()}}
@@ -258,15 +265,20 @@ COLUMN_AT_A_TIME = [m for m in MODES if m.protocol in ("canal-json", "open-proto
     each("simple", encoding_format=["json"])
 
 
-def read_back(mode: Mode, options: dict, schemas: list[Message], rows: list[Message]) -> list[list[dict]]:
-    """The rows a reader with the write's options gives of the messages (its columns learned from the first row,
-    as ``reader.find_layout`` learns them): the rows' messages a chunk at a time, as a task after the table's
-    schema reads them (a column at a time where the protocol can), and every message one at a time."""
+def read_back(mode: Mode, options: dict, schemas: list[Message], rows: list[Message],
+              spark_schema: T.StructType | None = None) -> list[list[dict]]:
+    """The rows a reader with the write's options gives of the messages (its columns those of ``spark_schema``, as
+    ``.schema(...)`` gives them, else learned from the first row, as ``reader.find_layout`` learns them): the rows'
+    messages a chunk at a time, as a task after the table's schema reads them (a column at a time where the
+    protocol can), and every message one at a time."""
     config = parse_read_options({**options, "kafka.bootstrap.servers": "127.0.0.1:1"})
     decoder = decoder_for(config.sink)
     messages = schemas + rows
-    first = next(e for m in messages for e in decoder.decode(m.key(), m.value()) if isinstance(e, RowEvent))
-    layout = ReadLayout.from_event(config, first, decoder.table_schemas)
+    if spark_schema is None:
+        first = next(e for m in messages for e in decoder.decode(m.key(), m.value()) if isinstance(e, RowEvent))
+        layout = ReadLayout.from_event(config, first, decoder.table_schemas)
+    else:
+        layout = ReadLayout.from_schema(config, spark_schema)
     chunked = _RangeRead(layout, KafkaRange("t:0", 0, len(messages)))
     columns = chunked.decoder.decode_columns([m.key() for m in rows], [m.value() for m in rows], chunked.types)
     assert (columns is not None) == (mode in COLUMN_AT_A_TIME)
@@ -320,6 +332,53 @@ def test_a_value_that_does_not_fit_its_column_says_who_typed_it(declared, messag
         reading["column-types"] = declared
     with pytest.raises(ReadError, match=message):
         read_back(Mode("debezium"), reading, *messages)
+
+
+# Without the TiDB extension Debezium carries a DECIMAL as a double, a BIGINT UNSIGNED as the int64 of its bits and
+# a binary string as base64 text; debezium-avro a DECIMAL in string mode as text, a BIGINT UNSIGNED in long mode as
+# that int64.  Only the type the read declares tells them.
+DECLARED = [BY_NAME["dec"], BY_NAME["u64"], BY_NAME["vb"]]
+WITHOUT_EXTENSION = [*each("debezium", enable_tidb_extension=["false"], debezium_disable_schema=ON_OFF),
+                     *each("debezium-avro", **{**AVRO_MODES, "enable_tidb_extension": ["false"]})]
+
+
+def read_schema(columns: list[Column], metadata: dict[str, dict]) -> T.StructType:
+    """A read's ``.schema(...)`` of a table of ``id`` and ``columns``, with each column's field ``metadata``."""
+    return schema(("_op", T.StringType()), ("_commit_ts", T.LongType()), ("id", T.LongType(), False),
+                  *((c.name, c.spark, True, metadata.get(c.name)) for c in columns))
+
+
+@pytest.mark.parametrize("declared_by", ["mysql_type", "Spark type"])
+@pytest.mark.parametrize("table_chosen", [True, False], ids=["database and table", "any table"])
+@pytest.mark.parametrize("mode", WITHOUT_EXTENSION, ids=lambda m: m.name)
+def test_a_debezium_topic_without_the_extension_reads_back_by_the_types_of_the_reads_schema(
+        mode, table_chosen, declared_by, schema_registry):
+    """Issue 37: the types a read's ``.schema(...)`` declares reach the Debezium decoders as column-types does,
+    for the table read (or any, where the read names none): by a field's mysql_type metadata, or by its Spark type
+    where that says the type (decimal, binary; decimal(20,0) does not say unsigned: BIGINT UNSIGNED takes
+    mysql_type either way)."""
+    options = {**write_options(mode, schema_registry.url),
+               "column-types": ", ".join(f"{c.name} {c.mysql}" for c in DECLARED)}
+    rows = input_rows(mode, DECLARED)
+    reading = {k: v for k, v in options.items()
+               if k != "column-types" and (table_chosen or k not in ("database", "table"))}
+    metadata = {c.name: {"mysql_type": c.mysql} for c in DECLARED if declared_by == "mysql_type" or c.name == "u64"}
+    for read in read_back(mode, reading, *written(options, rows, input_schema(DECLARED)),
+                          spark_schema=read_schema(DECLARED, metadata)):
+        assert [{name: r[name] for name in ("id", *(c.name for c in DECLARED))} for r in read] == [
+            {"id": row["id"], **{c.name: expected(mode, c.name, row[c.name]) for c in DECLARED}} for row in rows]
+
+
+def test_the_types_a_reads_messages_give_are_no_declaration():
+    """A read hands its decoder the types it declares (``ReadLayout.declared_types``), not those its first row's
+    messages gave: Debezium's MicroTime says TIME without its fraction digits, which as a declaration would cut
+    them."""
+    time = Column("tm", "TIME(6)", T.StringType(), ("12:34:56.789012", "-00:00:00.001"))
+    options = {**write_options(Mode("debezium"), ""), "column-types": "tm TIME(6)"}
+    rows = input_rows(Mode("debezium"), [time])
+    reading = {k: v for k, v in options.items() if k != "column-types"}
+    for read in read_back(Mode("debezium"), reading, *written(options, rows, input_schema([time]))):
+        assert [r["tm"] for r in read] == [row["tm"] for row in rows]
 
 
 PHYSICAL_MS = 1_700_000_000_123
@@ -376,6 +435,26 @@ def test_a_debezium_decimal_reads_back_through_spark_as_the_user_wrote_it(spark,
 
     assert frame.schema["amount"].dataType == T.DecimalType(12, 3)
     assert [tuple(r) for r in frame.select("id", "amount").orderBy("id").collect()] == rows
+
+
+@pytest.mark.spark
+@pytest.mark.broker
+def test_a_debezium_topic_without_the_extension_reads_back_through_spark_by_the_schemas_types(spark, broker, topic):
+    """Issue 37: read with the ``.schema(...)`` it was written with, without column-types: BIGINT UNSIGNED declared
+    by its field's mysql_type metadata, DECIMAL and VARBINARY by their Spark types, read back as written."""
+    options = {"kafka.bootstrap.servers": broker.bootstrap_servers, "topic": topic, "protocol": "debezium",
+               "database": "shop", "table": "orders", "primary-key": "id"}
+    columns = T.StructType([T.StructField("id", T.IntegerType()), T.StructField("amount", T.DecimalType(12, 3)),
+                            T.StructField("units", T.DecimalType(20, 0), metadata={"mysql_type": "BIGINT UNSIGNED"}),
+                            T.StructField("digest", T.BinaryType())])
+    rows = [(0, Decimal("1234.567"), Decimal(2**64 - 1), b"a\"b\\\x89\x00"),
+            (1, Decimal("-999999999.999"), Decimal(2**63), b""), (2, None, None, None)]
+    spark.createDataFrame(rows, columns).write.format("ticdc").mode("append").options(**options).save()
+
+    frame = spark.read.format("ticdc").schema(T.StructType([T.StructField("_op", T.StringType()), *columns])) \
+        .options(**options, **{"kafka.isolation.level": broker.isolation}).load()
+
+    assert [tuple(r) for r in frame.select("id", "amount", "units", "digest").orderBy("id").collect()] == rows
 
 
 def test_the_matrix_covers_every_protocol_and_type():

@@ -254,6 +254,11 @@ class Decoder(ABC):
         """Start with table schemas another decoder learned: a reader that starts mid-topic types rows by the
         schemas found earlier in it."""
 
+    def declare_types(self, database: str | None, table: str | None, types: dict[str, MySQLType]) -> None:
+        """The column types a read declares for ``database.table`` (a name None: any table's), by ``column-types``,
+        its schema's ``mysql_type`` metadata or Spark types, not by its messages: they type what a message leaves
+        untyped where the decoder types values (Debezium's without the TiDB extension or the field schemas)."""
+
     def type_unknown_rows_by(self, database: str, table: str, types: dict[str, MySQLType]) -> None:
         """Type the rows of ``database.table`` whose table schema has not arrived by these column types, rather
         than hold them back: a reader knows the columns of the table it reads (Simple's rows otherwise wait)."""

@@ -94,6 +94,11 @@ class ReadLayout:
             columns.append(ReadColumn(f.name, t, f.dataType, typed_by))
         return cls(config, config.sink.database, config.sink.table, tuple(columns), schema)
 
+    @property
+    def declared_types(self) -> dict[str, MySQLType]:
+        """The types of the columns the read declares, not those its messages gave (``Decoder.declare_types``)."""
+        return {c.name: c.type for c in self.columns if c.typed_by != "messages"}
+
     def reads(self, database: str, table: str) -> bool:
         """Whether a change of ``database.table`` belongs to this read."""
         return (self.table is None or self.table == table) and (self.database is None or self.database == database)

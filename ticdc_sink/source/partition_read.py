@@ -57,6 +57,7 @@ class _RangeRead:
         self.topic, self.partition = split_key(part.key)
         self.decoder = decoder_for(self.config.sink)
         self.decoder.learn_table_schemas(layout.table_schemas)
+        self.decoder.declare_types(layout.database, layout.table, layout.declared_types)
         if layout.table is not None and layout.database is not None:
             self.decoder.type_unknown_rows_by(layout.database, layout.table, {c.name: c.type for c in layout.columns})
         self.types = {c.name: c.type for c in layout.columns}

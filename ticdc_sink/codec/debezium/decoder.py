@@ -34,17 +34,18 @@ class DebeziumDecoder(Decoder):
     (TIMESTAMP in the sink's ``time-zone``), TIME as text, ENUM index, SET
     bitmask and BIT as numbers.  ``tidb_type`` (``enable-tidb-extension``)
     tells BIGINT UNSIGNED, DECIMAL and binary strings apart; without it, the
-    type ``column-types`` declares does (``ReadingContext``), else they read as
-    Debezium typed them (int64, double, base64 text).  With
-    ``debezium-disable-schema`` the declared types stand for the field schemas
-    the messages leave out; an undeclared column's value is the JSON's
-    (``_untyped``).
+    type the reader declares does (``ReadingContexts``: ``column-types``, and
+    for the table it reads its schema's), else they read as Debezium typed
+    them (int64, double, base64 text).  With ``debezium-disable-schema`` the
+    declared types stand for the field schemas the messages leave out; an
+    undeclared column's value is the JSON's (``_untyped``).
     """
 
     def __init__(self, config: SinkConfig | None = None):
         super().__init__(config)
-        self._context = ReadingContext.of(config)
-        self._fields: dict[bytes | None, dict] = {}  # an envelope schema's text -> its columns' types and converters
+        self._contexts = ReadingContexts(config)
+        # (reading context, an envelope schema's text) -> its columns' types and converters
+        self._fields: dict[tuple[ReadingContext, bytes | None], dict] = {}
 
     def decode(self, key: bytes | None, value: bytes | None) -> list[RowEvent | DDLEvent | WatermarkEvent]:
         if value is None:
@@ -62,7 +63,7 @@ class DebeziumDecoder(Decoder):
                              changes[0]["type"] if changes else "", source.get("commit_ts"))]
         if payload["op"] == "m":
             return [WatermarkEvent(source["commit_ts"])]
-        fields = self._fields_of(schema_text)
+        fields = self._fields_of(self._contexts.of(source["db"], source["table"]), schema_text)
 
         def value(name: str, v: Any) -> Any:
             return None if v is None else fields[name][1](v) if name in fields else _untyped(v)
@@ -79,32 +80,28 @@ class DebeziumDecoder(Decoder):
     def carries_watermarks(self) -> bool:
         return bool(self.options and self.options.enable_tidb_extension)
 
-    def _fields_of(self, schema_text: bytes | None) -> dict[str, tuple[MySQLType, Callable[[Any], Any]]]:
-        fields = self._fields.get(schema_text)
+    def declare_types(self, database: str | None, table: str | None, types: dict[str, MySQLType]) -> None:
+        self._contexts.declare(database, table, types)
+
+    def _fields_of(self, context: ReadingContext,
+                   schema_text: bytes | None) -> dict[str, tuple[MySQLType, Callable[[Any], Any]]]:
+        fields = self._fields.get((context, schema_text))
         if fields is None:
             if len(self._fields) >= _KEPT_SCHEMAS:
                 self._fields.clear()
             schema = json.loads(schema_text) if schema_text is not None else None
-            fields = self._fields[schema_text] = self._converters(schema)
+            fields = self._fields[(context, schema_text)] = context.columns(schema)
         return fields
-
-    def _converters(self, schema: dict | None) -> dict[str, tuple[MySQLType, Callable[[Any], Any]]]:
-        """Per column of the envelope schema (without one: per declared column), its type and how its JSON value
-        becomes the TiDB value."""
-        if schema is None:
-            return {name: self._context.column(name, None) for name in self._context.declared}
-        rows = next(f for f in schema["fields"] if f["field"] in ("after", "before"))
-        return {f["field"]: self._context.column(f["field"], f) for f in rows["fields"]}
 
 
 DECIMAL = "org.apache.kafka.connect.data.Decimal"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # one per declaration: a key of the converters made by it
 class ReadingContext:
-    """What typing Debezium's values takes from the reader's options: the time zone TIMESTAMP values are shown
-    in, and the types ``column-types`` declares, which tell what a message without the TiDB extension or its
-    schema does not (``declared_field``) and TIME's fraction digits."""
+    """What typing Debezium's values takes from the reader: the time zone TIMESTAMP values are shown in, and the
+    declared types, which tell what a message without the TiDB extension or its schema does not
+    (``declared_field``) and TIME's fraction digits."""
 
     zone: ZoneInfo
     declared: dict[str, MySQLType]
@@ -115,6 +112,14 @@ class ReadingContext:
             return cls(ZoneInfo("UTC"), {})
         return cls(ZoneInfo(config.time_zone), declared_types(config.column_types))
 
+    def columns(self, schema: dict | None) -> dict[str, tuple[MySQLType, Callable[[Any], Any]]]:
+        """Per column of a JSON envelope's schema (without one: per declared column), its type and how its value
+        becomes the TiDB value."""
+        if schema is None:
+            return {name: self.column(name, None) for name in self.declared}
+        rows = next(f for f in schema["fields"] if f["field"] in ("after", "before"))
+        return {f["field"]: self.column(f["field"], f) for f in rows["fields"]}
+
     def column(self, name: str, field: dict | None,
                raw_bytes: bool = False) -> tuple[MySQLType, Callable[[Any], Any]]:
         """A column's type and how its value becomes the TiDB value (``field_converter``), by its field schema
@@ -123,6 +128,23 @@ class ReadingContext:
         field = declared_field(field, declared)
         fsp = None if declared is None else declared.fsp
         return column_type(field), field_converter(field, self.zone, fsp, raw_bytes)
+
+
+class ReadingContexts:
+    """A decoder's reading contexts: by ``column-types`` for every table, and for the table a read reads by the
+    types it declares over them (``Decoder.declare_types``: its schema's ``mysql_type`` metadata and Spark types)."""
+
+    def __init__(self, config: SinkConfig | None):
+        self._everywhere = ReadingContext.of(config)
+        self._tables: dict[tuple[str | None, str | None], ReadingContext] = {}
+
+    def declare(self, database: str | None, table: str | None, types: dict[str, MySQLType]) -> None:
+        self._tables[(database, table)] = ReadingContext(self._everywhere.zone, {**self._everywhere.declared, **types})
+
+    def of(self, database: str, table: str) -> ReadingContext:
+        """The context of a message of ``database.table``: its table's (a name a read left None matches any)."""
+        return next((context for (d, t), context in self._tables.items()
+                     if d in (None, database) and t in (None, table)), self._everywhere)
 
 
 def declared_field(field: dict | None, declared: MySQLType | None) -> dict | None:

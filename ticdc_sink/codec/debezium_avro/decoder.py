@@ -12,7 +12,7 @@ import fastavro
 from ...config import SinkConfig
 from ...table.mysql_types import MySQLType
 from ..base import DDLEvent, Decoder, RowEvent, WatermarkEvent
-from ..debezium.decoder import ReadingContext
+from ..debezium.decoder import ReadingContext, ReadingContexts
 from ..shared.schema_registry import UsesSchemaRegistry, split_confluent
 
 _ROW_KINDS = {"c": "INSERT", "u": "UPDATE", "d": "DELETE"}
@@ -21,17 +21,20 @@ _CONNECT_OF_AVRO = {"int": "int32", "long": "int64"}
 
 class DebeziumAvroDecoder(UsesSchemaRegistry, Decoder):
     """Reads keys and values through the registry; values come back as the Debezium decoder gives them (by
-    ``enable-tidb-extension``'s ``tidb_type``, else by the type ``column-types`` declares, a BIGINT UNSIGNED and
-    a DECIMAL in string mode are told from text)."""
+    ``enable-tidb-extension``'s ``tidb_type``, else by the type the reader declares: ``ReadingContexts``; a BIGINT
+    UNSIGNED and a DECIMAL in string mode are told from text)."""
 
     def __init__(self, config: SinkConfig | None = None):
         super().__init__(config)
-        self._context = ReadingContext.of(config)
+        self._contexts = ReadingContexts(config)
         self._readers: dict[int, _Reader] = {}
 
     @property
     def carries_watermarks(self) -> bool:
         return bool(self.options and self.options.enable_tidb_extension and self.options.avro_enable_watermark)
+
+    def declare_types(self, database: str | None, table: str | None, types: dict[str, MySQLType]) -> None:
+        self._contexts.declare(database, table, types)
 
     def decode(self, key: bytes | None, value: bytes | None) -> list:
         if value is None:
@@ -49,36 +52,50 @@ class DebeziumAvroDecoder(UsesSchemaRegistry, Decoder):
             raise ValueError(f"a debezium-avro message with op {op!r}: the sink reads row changes (c, u, d), "
                              "schema changes and watermarks (m)")
         kind = _ROW_KINDS[op]
-        before, after = reader.row(envelope.get("before")), reader.row(envelope.get("after"))
+        context = self._contexts.of(source["db"], source["table"])
+        rows = reader.typed(context)
+        before, after = rows.row(envelope.get("before")), rows.row(envelope.get("after"))
         key_columns = []
         if key:
             key_reader, key_record = self._read(key)
-            key_columns = list(key_reader.row(key_record))
+            key_columns = list(key_reader.typed(context).row(key_record))
         return [RowEvent(type=kind, database=source["db"], table=source["table"], commit_ts=source.get("commit_ts"),
                          columns=before if kind == "DELETE" else after, old=before if kind == "UPDATE" else None,
-                         primary_keys=key_columns, column_types=reader.column_types)]
+                         primary_keys=key_columns, column_types=rows.column_types)]
 
     def _read(self, data: bytes) -> tuple["_Reader", dict]:
         schema_id, body = split_confluent(data)
         reader = self._readers.get(schema_id)
         if reader is None:
-            reader = self._readers[schema_id] = _Reader(self.registry.schema_text(schema_id), self._context)
+            reader = self._readers[schema_id] = _Reader(self.registry.schema_text(schema_id))
         return reader, fastavro.schemaless_reader(io.BytesIO(body), reader.parsed, None)
 
 
 class _Reader:
-    """One registered schema (a key record or an envelope): its fastavro form, and per column of its rows the
-    column's name, type and converter."""
+    """One registered schema (a key record or an envelope): its fastavro form, and its rows' Connect fields
+    typed once per reading context (a message's table's)."""
 
-    def __init__(self, text: str, context: ReadingContext):
+    def __init__(self, text: str):
         schema = json.loads(text)
         self.parsed = fastavro.parse_schema(schema)
-        rows = _row_record(schema)
-        connect = [_connect_field(f) for f in rows["fields"]]
-        typed = [context.column(c["field"], c, raw_bytes=True) for c in connect]
+        self._fields = [(f["name"], _connect_field(f)) for f in _row_record(schema)["fields"]]
+        self._typed: dict[ReadingContext, _TypedRows] = {}
+
+    def typed(self, context: ReadingContext) -> _TypedRows:
+        rows = self._typed.get(context)
+        if rows is None:
+            rows = self._typed[context] = _TypedRows(self._fields, context)
+        return rows
+
+
+class _TypedRows:
+    """A schema's rows as a reading context types them: per Avro field, its column's name, type and converter."""
+
+    def __init__(self, fields: list[tuple[str, dict]], context: ReadingContext):
+        typed = [(name, c["field"], *context.column(c["field"], c, raw_bytes=True)) for name, c in fields]
         self._columns: dict[str, tuple[str, Callable[[Any], Any]]] = {
-            f["name"]: (c["field"], convert) for f, c, (_, convert) in zip(rows["fields"], connect, typed)}
-        self.column_types: dict[str, MySQLType] = {c["field"]: t for c, (t, _) in zip(connect, typed)}
+            name: (column, convert) for name, column, _, convert in typed}
+        self.column_types: dict[str, MySQLType] = {column: t for _, column, t, _ in typed}
 
     def row(self, record: dict | None) -> dict[str, Any] | None:
         """A row record's values by column name, as TiDB values."""
