@@ -898,6 +898,23 @@ def test_handle_is_the_not_null_unique_key_with_fewest_columns():
     assert t.column_named("id").flag == FLAG_BINARY | FLAG_NULLABLE
 
 
+def test_tidbs_primary_key_is_the_first_all_not_null_unique_key_not_the_handle():
+    """TiDB's GetPrimaryKey (Simple's ``primary``, Debezium's primaryKeyColumnNames) takes the first declared
+    NOT NULL unique key, where TiCDC's handle takes the one with fewest columns."""
+    fields = [F("id", T.LongType(), True), F("email", T.StringType(), False), F("a", T.IntegerType(), False),
+              F("b", T.IntegerType(), False)]
+    t = schema(fields, unique_keys="a,b;email")
+    assert t.tidb_primary_key == ("a", "b") and [c.name for c in t.handle_columns] == ["email"]
+    assert schema(fields, primary_key="b", unique_keys="email").tidb_primary_key == ("b",)
+    assert schema(fields, unique_keys="id").tidb_primary_key == ()  # nullable: no primary key
+
+
+def test_an_unnamed_unique_key_takes_its_first_columns_name_as_mysql_gives_it():
+    fields = [F("a", T.IntegerType(), False), F("b", T.IntegerType(), False)]
+    assert [i.name for i in schema(fields, unique_keys="a;a,b;uk(b)").indexes] == ["a", "a_2", "uk"]
+    assert [i.name for i in schema(fields, unique_keys="a_2(b);a;a").indexes] == ["a_2", "a", "a_3"]
+
+
 def test_handle_tie_goes_to_the_first_declared_unique_key():
     fields = [F("a", T.IntegerType(), False), F("b", T.IntegerType(), False)]
     t = schema(fields, unique_keys="a;b")

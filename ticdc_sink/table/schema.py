@@ -157,6 +157,15 @@ class TableSchema:
         return [c.name for c in self.columns if c.primary_key]
 
     @property
+    def tidb_primary_key(self) -> tuple[str, ...]:
+        """TiDB's primary key (its ``GetPrimaryKey``): the declared one, else the first unique key whose columns
+        are all NOT NULL, else none.  TiCDC names it in Simple's and Debezium's table schemas."""
+        not_null = {c.name for c in self.columns if not c.nullable}
+        key = next((i for i in self.indexes if i.primary), None) or \
+            next((i for i in self.indexes if set(i.columns) <= not_null), None)
+        return key.columns if key else ()
+
+    @property
     def handle_columns(self) -> tuple[Column, ...]:
         """The row key: TiCDC's handle columns, or every column of a keyless table."""
         if self.keyless:
@@ -210,6 +219,15 @@ def _parse_key_list(option: str, text: str) -> list[tuple[str | None, list[str]]
             raise ConfigError(option, text, "each key lists one or more column names")
         keys.append((name, columns))
     return keys
+
+
+def _unused_index_name(column: str, indexes: list[Index]) -> str:
+    """An unnamed key's name as MySQL and TiDB give it: its first column's, with _2, _3, ... if that is taken."""
+    taken = {i.name.lower() for i in indexes}
+    name, n = column, 2
+    while name.lower() in taken:
+        name, n = f"{column}_{n}", n + 1
+    return name
 
 
 def build_table_schema(
@@ -290,9 +308,9 @@ def build_table_schema(
         for c in cols:
             nullable[c] = False  # primary key columns are NOT NULL in MySQL
     if unique_keys:
-        for i, (name, cols) in enumerate(_parse_key_list("unique-keys", unique_keys), start=1):
+        for name, cols in _parse_key_list("unique-keys", unique_keys):
             cols = tuple(resolve("unique-keys", unique_keys, c) for c in cols)
-            indexes.append(Index(name or f"uk_{i}", cols))
+            indexes.append(Index(name or _unused_index_name(cols[0], indexes), cols))
 
     primary = next((i for i in indexes if i.primary), None)
     handle: Index | None = primary

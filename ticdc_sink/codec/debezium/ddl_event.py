@@ -102,8 +102,8 @@ def _nullable(value) -> str:
 def table_json(table: TableSchema, statement: str) -> str:
     """``tableChanges[].table``: the table after ``statement``, which may define some of its columns."""
     defined = defined_columns(statement)
-    key = next((index.columns for index in table.indexes if index.primary), ())  # in the key's order
-    primary = ",".join(quote_json(name, style=PLAIN) for name in key)
+    # TiDB's primary key, in the key's order: a table without one names its first NOT NULL unique key.
+    primary = ",".join(quote_json(name, style=PLAIN) for name in table.tidb_primary_key)
     columns = ",".join(column_json(c, position, defined.get(c.name.lower()))
                        for position, c in enumerate(table.columns, start=1))
     return (f'{{"defaultCharsetName":"{TABLE_CHARSET}","primaryKeyColumnNames":[{primary}],'

@@ -14,7 +14,8 @@ name; ``version`` (the DML's ``schemaVersion``) is the ``schema-version``
 option, else a number derived from the columns and indexes, so that a consumer
 caching schemas by (table, version) sees a new version whenever the shape
 changes and the same one from every task and batch.  Both are positive (TiCDC
-omits a zero ``tableID`` or ``schemaVersion`` in DML messages).
+omits a zero ``tableID`` or ``schemaVersion`` in DML messages).  A table without a primary key lists the first
+NOT NULL unique key a second time, as ``primary``: TiDB's implicit primary key.
 """
 
 from __future__ import annotations
@@ -104,8 +105,10 @@ def _index_infos(table: TableSchema) -> tuple[IndexInfo, ...]:
     handle = primary is not None and len(primary.columns) == 1 and table.column_named(primary.columns[0]).type.is_integer
     infos = [IndexInfo(i.name, True, i.primary, any(nullable[c] for c in i.columns), i.columns)
              for i in table.indexes if not (handle and i.primary)]
-    if handle:  # TiDB's row handle is no index: TiCDC appends it under this name
-        infos.append(IndexInfo("primary", True, True, False, primary.columns))
+    # TiDB's row handle is no index, and a NOT NULL unique key standing in for a primary key is not one: TiCDC
+    # appends TiDB's primary key under this name.
+    if not any(info.primary for info in infos) and table.tidb_primary_key:
+        infos.append(IndexInfo("primary", True, True, False, table.tidb_primary_key))
     return tuple(infos)
 
 

@@ -17,6 +17,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -35,10 +36,47 @@ import (
 // Each table's events take the commit ts after this one, one after another.
 const baseCommitTs = 450000000000000000
 
+// typeCase is a table of types.json: (id INT PRIMARY KEY, v <Type>) and its values.
 type typeCase struct {
 	Name   string      `json:"name"`
 	Type   string      `json:"type"`
 	Values [][2]string `json:"values"` // SQL literal, the sink's input text
+}
+
+// tableCase is a table and its rows, each cell a SQL literal (and, for the sink's test, its input). A type of
+// types.json becomes one; shapes.json holds others (composite keys, unique keys, no key).
+type tableCase struct {
+	Name    string      `json:"name"`
+	Columns [][2]string `json:"columns"` // name, type as CREATE TABLE writes it
+	Keys    []string    `json:"keys"`    // PRIMARY KEY (...), UNIQUE KEY ... (...)
+	// The sink's primary-key and unique-keys options: the same keys, as the sink names them.
+	PrimaryKey string    `json:"primary_key"`
+	UniqueKeys string    `json:"unique_keys"`
+	Inserts    [][]cell  `json:"inserts"`
+	Update     [2][]cell `json:"update"` // a row inserted, then updated to the second row
+	Delete     []cell    `json:"delete"` // a row inserted, then deleted
+}
+
+type cell [2]*string // SQL literal, the sink's input (null for NULL)
+
+func literal(c cell) string { return *c[0] }
+
+// asTable is a type's table: an INSERT of each value and of NULL, an UPDATE of id 100 from the first value to
+// the last, a DELETE of id 101 holding the last value.
+func (c typeCase) asTable() tableCase {
+	text := func(s string) *string { return &s }
+	row := func(id string, v [2]string) []cell { return []cell{{text(id), text(id)}, {text(v[0]), text(v[1])}} }
+	table := tableCase{Name: c.Name, Columns: [][2]string{{"id", "INT"}, {"v", c.Type}},
+		Keys: []string{"PRIMARY KEY (id)"}, PrimaryKey: "id"}
+	for i, v := range c.Values {
+		table.Inserts = append(table.Inserts, row(fmt.Sprint(i+1), v))
+	}
+	null := fmt.Sprint(len(c.Values) + 1)
+	table.Inserts = append(table.Inserts, []cell{{text(null), text(null)}, {text("NULL"), nil}})
+	first, last := c.Values[0], c.Values[len(c.Values)-1]
+	table.Update = [2][]cell{row("100", first), row("100", last)}
+	table.Delete = row("101", last)
+	return table
 }
 
 type protocolConfig struct {
@@ -90,10 +128,15 @@ func readJSON(t *testing.T, name string, into any) {
 }
 
 func TestGoldens(t *testing.T) {
-	var cases []typeCase
+	var types []typeCase
+	var cases []tableCase
 	var configs []protocolConfig
-	readJSON(t, "types.json", &cases)
+	readJSON(t, "types.json", &types)
+	readJSON(t, "shapes.json", &cases)
 	readJSON(t, "configs.json", &configs)
+	for _, c := range types {
+		cases = append(cases, c.asTable())
+	}
 
 	helper := commonEvent.NewEventTestHelperWithTimeZone(t, time.UTC)
 	defer helper.Close()
@@ -111,28 +154,57 @@ func TestGoldens(t *testing.T) {
 			Event: row, ColumnSelector: columnselector.NewDefaultColumnSelector(),
 		}}
 	}
-	tables := map[string]*commonType.TableInfo{}
 	ddls := map[string]*commonEvent.DDLEvent{}
 	events := map[string][]event{}
 	for _, c := range cases {
 		commitTs = baseCommitTs
-		table := "t_" + c.Name
-		ddl := helper.DDL2Event(fmt.Sprintf("CREATE TABLE test.%s (id INT PRIMARY KEY, v %s)", table, c.Type))
+		table := "test.t_" + c.Name
+		definitions := make([]string, 0, len(c.Columns)+len(c.Keys))
+		for _, column := range c.Columns {
+			definitions = append(definitions, column[0]+" "+column[1])
+		}
+		ddl := helper.DDL2Event(fmt.Sprintf("CREATE TABLE %s (%s)", table,
+			strings.Join(append(definitions, c.Keys...), ", ")))
 		ddl.FinishedTs = baseCommitTs // the DDL commits before the table's rows
-		tables[c.Name], ddls[c.Name] = ddl.TableInfo, ddl
-		insert := func(id int, literal string) string {
-			return fmt.Sprintf("INSERT INTO test.%s VALUES (%d, %s)", table, id, literal)
+		ddls[c.Name] = ddl
+		insert := func(row []cell) string {
+			literals := make([]string, len(row))
+			for i, value := range row {
+				literals[i] = literal(value)
+			}
+			return fmt.Sprintf("INSERT INTO %s VALUES (%s)", table, strings.Join(literals, ", "))
 		}
-		for i, v := range append(c.Values, [2]string{"NULL", ""}) {
+		// A row by its key (a FLOAT equals no literal), or by all its values in a table without one.
+		key := strings.Split(c.PrimaryKey, ",")
+		if c.PrimaryKey == "" { // the first unique key, named "name(a,b)" or not
+			first := strings.Split(c.UniqueKeys, ";")[0]
+			if open := strings.Index(first, "("); open >= 0 {
+				first = strings.TrimSuffix(first[open+1:], ")")
+			}
+			key = strings.Split(first, ",")
+		}
+		where := func(row []cell) string {
+			var conditions []string
+			for i, value := range row {
+				if slices.Contains(key, c.Columns[i][0]) || key[0] == "" {
+					conditions = append(conditions, fmt.Sprintf("%s <=> %s", c.Columns[i][0], literal(value)))
+				}
+			}
+			return strings.Join(conditions, " AND ")
+		}
+		for i, row := range c.Inserts {
 			events[c.Name] = append(events[c.Name],
-				next(helper.DML2Event("test", table, insert(i+1, v[0])), fmt.Sprintf("insert %d", i+1)))
+				next(helper.DML2Event("test", "t_"+c.Name, insert(row)), fmt.Sprintf("insert %d", i+1)))
 		}
-		first, last := c.Values[0][0], c.Values[len(c.Values)-1][0]
-		update, _ := helper.DML2UpdateEvent("test", table, insert(100, first),
-			fmt.Sprintf("UPDATE test.%s SET v = %s WHERE id = 100", table, last))
-		events[c.Name] = append(events[c.Name], next(update, "update 100"))
-		events[c.Name] = append(events[c.Name], next(helper.DML2DeleteEvent("test", table, insert(101, last),
-			fmt.Sprintf("DELETE FROM test.%s WHERE id = 101", table)), "delete 101"))
+		assignments := make([]string, len(c.Columns))
+		for i, value := range c.Update[1] {
+			assignments[i] = fmt.Sprintf("%s = %s", c.Columns[i][0], literal(value))
+		}
+		update, _ := helper.DML2UpdateEvent("test", "t_"+c.Name, insert(c.Update[0]),
+			fmt.Sprintf("UPDATE %s SET %s WHERE %s", table, strings.Join(assignments, ", "), where(c.Update[0])))
+		events[c.Name] = append(events[c.Name], next(update, "update"))
+		events[c.Name] = append(events[c.Name], next(helper.DML2DeleteEvent("test", "t_"+c.Name, insert(c.Delete),
+			fmt.Sprintf("DELETE FROM %s WHERE %s", table, where(c.Delete))), "delete"))
 	}
 
 	registry := newRegistry()
@@ -141,7 +213,8 @@ func TestGoldens(t *testing.T) {
 		out := map[string]*tableGolden{}
 		for _, c := range cases {
 			registry.reset()
-			out[c.Name] = encodeTable(t, pc, registry, "tidb_test_t_"+c.Name, ddls[c.Name], events[c.Name])
+			out[c.Name] = encodeTable(t, pc, registry, "tidb_test_t_"+c.Name, columnNames(c), ddls[c.Name],
+				events[c.Name])
 		}
 		data, err := json.MarshalIndent(map[string]any{"uri": pc.URI, "watermark": encodeWatermark(t, pc, registry),
 			"tables": out}, "", " ")
@@ -197,8 +270,8 @@ func encodeWatermark(t *testing.T, pc protocolConfig, registry *registry) *messa
 
 // encodeTable encodes a table's CREATE TABLE and row events as TiCDC's Kafka sink sends them to topic (the
 // sink's tidb_{schema}_{table}).
-func encodeTable(t *testing.T, pc protocolConfig, registry *registry, topic string, ddl *commonEvent.DDLEvent,
-	events []event) *tableGolden {
+func encodeTable(t *testing.T, pc protocolConfig, registry *registry, topic string, columns []string,
+	ddl *commonEvent.DDLEvent, events []event) *tableGolden {
 	ctx := context.Background()
 	encoder, cfg := newEncoder(t, pc, registry, topic)
 	protocol, table := cfg.Protocol, ddl.TableInfo
@@ -225,9 +298,9 @@ func encodeTable(t *testing.T, pc protocolConfig, registry *registry, topic stri
 				break
 			}
 			built = encoder.Build()
-			// Simple's Avro maps and Canal-JSON's mysqlType follow Go's map order, for a two-column table a
-			// rotation of the columns' order: encode again until it is the columns' order, which the sink writes.
-			if inColumnOrder(cfg, built[0].Value) {
+			// Simple's Avro maps and Canal-JSON's mysqlType follow Go's map order, for a small table a rotation
+			// of the columns' order: encode again until it is the columns' order, which the sink writes.
+			if inColumnOrder(cfg, columns, built[0].Value) {
 				break
 			}
 			if attempt == 100 {
@@ -248,31 +321,51 @@ func encodeTable(t *testing.T, pc protocolConfig, registry *registry, topic stri
 	return golden
 }
 
-// inColumnOrder says whether the Go maps of a message list “id“ before “v“.
-func inColumnOrder(cfg *common.Config, value []byte) bool {
+func columnNames(c tableCase) []string {
+	names := make([]string, len(c.Columns))
+	for i, column := range c.Columns {
+		names[i] = column[0]
+	}
+	return names
+}
+
+// inColumnOrder says whether the Go maps of a message list the columns in their order.
+func inColumnOrder(cfg *common.Config, columns []string, value []byte) bool {
 	switch {
 	case cfg.Protocol == config.ProtocolSimple && cfg.EncodingFormat == common.EncodingFormatAvro:
-		return simpleAvroInColumnOrder(value)
+		return avroMapsInColumnOrder(columns, value)
 	case cfg.Protocol == config.ProtocolCanalJSON:
-		return !bytes.Contains(value, []byte(`"mysqlType":{"v"`))
+		// A rotation of the columns that starts with the first is their order.
+		return !bytes.Contains(value, []byte(`"mysqlType":{`)) ||
+			bytes.Contains(value, []byte(`"mysqlType":{"`+columns[0]+`"`))
 	}
 	return true
 }
 
-// simpleAvroInColumnOrder says whether every map of a Simple Avro row lists “id“ before “v“: each key “id“
-// (with its value's long branch) comes before the next key “v“.
-func simpleAvroInColumnOrder(value []byte) bool {
-	id, v := []byte("\x04id\x02"), []byte("\x02v")
-	for rest := value; ; {
-		i, j := bytes.Index(rest, id), bytes.Index(rest, v)
-		if i < 0 || j < 0 {
-			return i < 0 && j < 0
+// avroMapsInColumnOrder says whether the Avro maps of a Simple row name the columns in their order: the keys
+// (Avro strings: a zig-zag length, then the name) found in the message come as the columns, over and over. The
+// shapes' column names are chosen to occur in no value.
+func avroMapsInColumnOrder(columns []string, value []byte) bool {
+	type found struct{ at, column int }
+	var keys []found
+	for i, name := range columns {
+		key := append([]byte{byte(len(name) << 1)}, name...)
+		for at := 0; ; {
+			j := bytes.Index(value[at:], key)
+			if j < 0 {
+				break
+			}
+			keys = append(keys, found{at + j, i})
+			at += j + len(key)
 		}
-		if j < i {
+	}
+	sort.Slice(keys, func(a, b int) bool { return keys[a].at < keys[b].at })
+	for i, key := range keys {
+		if key.column != i%len(columns) {
 			return false
 		}
-		rest = rest[j+len(v):]
 	}
+	return len(keys)%len(columns) == 0
 }
 
 // asMessage keeps a message as text where it is UTF-8 (the JSON protocols), else as base64 (Avro, and Open
