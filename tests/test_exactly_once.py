@@ -462,6 +462,12 @@ def run_stream(spark, feed, checkpoint, sink_options, keep=None, partitions=2, p
 @pytest.mark.parametrize("delivery", ["exactly-once", "at-least-once"])
 def test_restart_after_a_micro_batch_failed_between_partitions(spark, broker, topic, tmp_path, delivery,
                                                               hides_aborted_transactions):
+    restart_after_a_micro_batch_failed_between_partitions(spark, broker, topic, tmp_path, delivery,
+                                                          hides_aborted_transactions)
+
+
+def restart_after_a_micro_batch_failed_between_partitions(spark, broker, topic: str, tmp_path, delivery: str,
+                                                          hides_aborted_transactions: bool) -> None:
     """Partition 0 commits, partition 1 fails before it sends anything; restart from the checkpoint."""
     write_feed(spark, tmp_path / "feed", [list(range(1, 41)), list(range(41, 61))])
     flag = tmp_path / "failing"

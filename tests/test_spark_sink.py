@@ -303,8 +303,13 @@ def test_emit_ddl_sends_one_event_to_partition_zero(broker, topic):
 
 @pytest.mark.parametrize("form", ["view", "table"])
 def test_the_documented_sql_keeps_each_keys_changes_in_commit_ts_order(spark, broker, topic, form):
+    run_the_documented_sql(spark, broker, topic, form)
+
+
+def run_the_documented_sql(spark, broker, topic: str, form: str) -> None:
     """docs/usage.md's Spark SQL statements, run as written (only the broker and the topic swapped in): a view
-    with OPTIONS and INSERT INTO it, or a table without OPTIONS and INSERT INTO it WITH the options."""
+    with OPTIONS and INSERT INTO it, or a table without OPTIONS and INSERT INTO it WITH the options; each key's
+    changes must arrive in commit-ts order."""
     import pathlib
     import re
 
