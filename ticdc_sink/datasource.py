@@ -104,7 +104,8 @@ def register(spark) -> None:
 
     Spark discovers the installed ``pyspark_ticdc`` module by itself; registering the same
     source again is an error before pyspark 4.1 (DATA_SOURCE_ALREADY_EXISTS), so that case is
-    taken as success.
+    taken as success.  A Spark Connect session sends the class by reference: the server's
+    Python imports ``ticdc_sink`` where it runs the source (docs/usage.md, Spark Connect).
     """
     from pyspark.errors import AnalysisException
 
