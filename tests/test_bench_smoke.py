@@ -46,7 +46,7 @@ def test_the_harness_runs_every_measurement_and_writes_its_table(tmp_path):
     assert "The hand-written Avro messages (AvroSerializer) equal the sink's byte for byte" in table
     assert "The hand-written Debezium messages (json.dumps" in table
     assert ") equal the sink's byte for byte, keys and values with their schemas" in table
-    assert "Schema Registry: the tests' in-process TEST DOUBLE" in table
+    assert "Schema Registry: the package's in-process TEST DOUBLE" in table
     assert "## Claim-check (one core)" in table and "| ticdc-sink canal-json, enable-tidb-extension, claim-check" in table
     summary = table.partition("<!-- summary:")[2].partition("<!-- /summary -->")[0]
     assert [line.split(":**")[0] for line in summary.strip().splitlines()[1:]] == [
