@@ -1,11 +1,12 @@
 """Exactly-once under broker and task faults, on a three-node Apache Kafka cluster of the suite's own.
 
-Each test runs a streaming query (exactly-once, Canal-JSON) over a change feed of
-``KEYS`` keys, each with one change per micro-batch (INSERT, then UPDATEs), and
-injects one fault while a micro-batch's tasks are inside their transactions (a
-filter before the sink fires it once, at a chosen row).  Then every row is read
-back ``read_committed`` and counted by key: nothing lost, nothing twice, and each
-key's changes in commit order within its Kafka partition.
+Each test runs the streaming query of ``exactly_once_checks.py`` (exactly-once,
+Canal-JSON, a change feed of ``KEYS`` keys, each with one change per micro-batch)
+in the suite's local Spark session, and injects one fault while a micro-batch's
+tasks are inside their transactions (a filter before the sink fires it once, at
+a chosen row).  Then every row is read back ``read_committed`` and counted by
+key: nothing lost, nothing twice, and each key's changes in commit order within
+its Kafka partition.
 
 Each test records the time from the fault to the commit of the micro-batch it
 hit, and the error a user sees (the failed task's line in Spark's log, or the
@@ -20,7 +21,6 @@ The cluster comes from ``integration/kafka_server.py`` (Maven Central through
 
 from __future__ import annotations
 
-import collections
 import os
 import re
 import signal
@@ -28,7 +28,6 @@ import sys
 import threading
 import time
 import uuid
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -36,22 +35,20 @@ from pyspark import cloudpickle
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from exactly_once_checks import (ARROW_BATCH_ROWS, BROKER_TIMEOUT_MS, KEYS, Results, Run,
+                                 assert_exactly_once_in_order, batch_committed_at, new_run, sink_options, start_query)
+import processes
 from kafka_server import KafkaCluster, ToolMissing
+from processes import command, connected_to, descendants, parents
 
 pytestmark = [pytest.mark.spark]
-# The faults run in Spark's Python workers, which cannot import this file: they travel by value.
+# The faults run in Spark's Python workers, which cannot import this file or processes.py: they travel by value.
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
+cloudpickle.register_pickle_by_value(processes)
 
-KEYS = 1200
-STEPS = ["INSERT", "UPDATE", "UPDATE", "UPDATE"]  # one per micro-batch
 FAULTED_STEP = 1  # the micro-batch the fault hits
-BASE_TS = 450_000_000_000_000_000
-SCHEMA = T.StructType([T.StructField("_op", T.StringType()), T.StructField("_commit_ts", T.LongType()),
-                       T.StructField("id", T.IntegerType()), T.StructField("step", T.IntegerType()),
-                       T.StructField("pad", T.StringType())])
-BROKER_TIMEOUT_MS = 10_000
-RESULTS = Path(__file__).parent / ".results" / "faults.md"
-_results: list[tuple[str, str, str, str]] = []
+RESULTS = Results("faults")
+record = RESULTS.record
 
 
 @pytest.fixture(scope="module")
@@ -63,17 +60,14 @@ def cluster():
         pytest.skip(f"no three-node Kafka for the fault suite: {e}")
     yield kafka
     kafka.stop()
-    if _results:
-        RESULTS.parent.mkdir(exist_ok=True)
-        RESULTS.write_text("| fault | recovery | what the user sees | result |\n|---|---|---|---|\n"
-                           + "".join(f"| {' | '.join(row)} |\n" for row in _results))
+    RESULTS.write()
 
 
 @pytest.fixture(scope="module", autouse=True)
 def streamed_arrow_batches(spark):
     """Small Arrow batches: the sink gets (and sends) rows while its task is still reading, so a fault at a row
     lands inside the task's transaction."""
-    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "200")
+    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(ARROW_BATCH_ROWS))
     yield
     spark.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")
 
@@ -121,52 +115,6 @@ def first_errors(log: Path, since: int) -> list[str]:
             if kind != "PythonException"]
 
 
-@dataclass
-class Run:
-    """One faulted query: its topic, options, and the files the fault leaves."""
-
-    tmp: Path
-    topic: str
-    prefix: str
-
-    @property
-    def armed(self) -> Path:  # exists until the fault fires (once, whichever worker gets there)
-        return self.tmp / "armed"
-
-    @property
-    def fired(self) -> Path:  # the time the fault fired
-        return self.tmp / "fired"
-
-    def fired_at(self) -> float:
-        return float(self.fired.read_text())
-
-
-def new_run(cluster, tmp_path, partitions: int = 3) -> Run:
-    from confluent_kafka.admin import AdminClient, NewTopic
-
-    run = Run(tmp_path, f"faults-{uuid.uuid4().hex[:10]}", f"faults-{uuid.uuid4().hex[:8]}")
-    admin = AdminClient(cluster.client_settings)
-    for future in admin.create_topics([NewTopic(run.topic, partitions, 3)]).values():
-        future.result()
-    return run
-
-
-def sink_options(cluster, run: Run, **extra) -> dict:
-    return {"kafka.bootstrap.servers": cluster.bootstrap_servers, "topic": run.topic, "protocol": "canal-json",
-            "enable-tidb-extension": "true", "database": "shop", "table": "orders", "primary-key": "id",
-            "partition": "index-value", "transactional-id-prefix": run.prefix, "marker-topic": f"{run.topic}-markers",
-            "broker-timeout-ms": str(BROKER_TIMEOUT_MS),
-            # Both Spark partitions write to every Kafka partition, but each key stays in one Spark partition
-            # (repartition by id), so its order holds; the suite checks that itself, key by key.
-            "order-check": "off", **extra}
-
-
-def write_feed(spark, directory: Path) -> None:
-    for step, op in enumerate(STEPS):
-        changes = [(op, BASE_TS + step * KEYS + key, key, step, "x" * 400) for key in range(KEYS)]
-        spark.createDataFrame(changes, SCHEMA).coalesce(1).write.parquet(str(directory / f"b={step}"))
-
-
 def fault_filter(run: Run, action, at_key: int, partition: int | None = None):
     """A filter that runs ``action(context)`` once, at ``at_key`` of the faulted micro-batch, in the first attempt
     (of Spark ``partition`` if given), then lets every row through."""
@@ -192,12 +140,7 @@ def fault_filter(run: Run, action, at_key: int, partition: int | None = None):
 
 
 def run_query(spark, run: Run, options: dict, keep=None, timeout: float = 420):
-    stream = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).option("recursiveFileLookup", "true") \
-        .parquet(str(run.tmp / "feed")).repartition(2, "id")
-    if keep is not None:
-        stream = stream.filter(keep(F.col("id"), F.col("step")))
-    query = stream.writeStream.format("ticdc").options(**options) \
-        .option("checkpointLocation", str(run.tmp / "chk")).trigger(availableNow=True).start()
+    query = start_query(spark, run, options, keep)
     try:
         query.awaitTermination(timeout)
     except Exception:  # read from query.exception()
@@ -206,52 +149,6 @@ def run_query(spark, run: Run, options: dict, keep=None, timeout: float = 420):
         query.stop()
         pytest.fail(f"the query did not end within {timeout} s")
     return query
-
-
-def batch_committed_at(query, batch_id: int) -> float:
-    """When micro-batch ``batch_id`` committed (its trigger's start plus its duration), from the query's progress."""
-    from datetime import datetime, timezone
-
-    for progress in query.recentProgress:
-        if progress["batchId"] == batch_id:
-            started = datetime.strptime(progress["timestamp"], "%Y-%m-%dT%H:%M:%S.%fZ") \
-                .replace(tzinfo=timezone.utc).timestamp()
-            return started + progress["durationMs"]["triggerExecution"] / 1000
-    raise AssertionError(f"micro-batch {batch_id} never committed: {[p['batchId'] for p in query.recentProgress]}")
-
-
-def assert_exactly_once_in_order(cluster, run: Run) -> int:
-    """Every key's changes once each, in commit order within its partition; returns the messages read."""
-    from ticdc_sink.codec import decoder_for
-    from ticdc_sink.codec.base import RowEvent
-    from ticdc_sink.kafka.topic_reader import read_messages
-
-    settings = {**cluster.client_settings, "isolation.level": "read_committed"}
-    settings.pop("bootstrap.servers")
-    messages = read_messages(cluster.bootstrap_servers, run.topic, idle_seconds=3, expect=KEYS * len(STEPS),
-                             settings=settings)
-    decoder = decoder_for("canal-json")
-    chains: dict[int, list[tuple[int, int]]] = collections.defaultdict(list)
-    partition_of: dict[int, set[int]] = collections.defaultdict(set)
-    for message in messages:
-        assert message.value() != b"zombie", "a fenced zombie's message became visible"
-        for event in decoder.decode(message.key(), message.value()):
-            if isinstance(event, RowEvent):
-                key = int(event.columns["id"])
-                chains[key].append((int(event.columns["step"]), event.commit_ts))
-                partition_of[key].add(message.partition())
-    lost = sorted(set(range(KEYS)) - set(chains))
-    assert not lost, f"{len(lost)} keys lost, e.g. {lost[:5]}"
-    repeated = {key: chain for key, chain in chains.items() if len(chain) != len(STEPS)}
-    assert not repeated, f"{len(repeated)} keys with a change missing or twice, e.g. {list(repeated.items())[:3]}"
-    for key, chain in chains.items():
-        assert len(partition_of[key]) == 1, (key, partition_of[key])
-        assert [step for step, _ in chain] == list(range(len(STEPS))), (key, chain)  # commit order
-    return len(messages)
-
-
-def record(fault: str, recovery: str, seen: str) -> None:
-    _results.append((fault, recovery, seen.replace("|", "\\|")[:300], "0 lost, 0 duplicates, in order"))
 
 
 def leader_of(cluster, topic: str, partition: int) -> int:
@@ -307,7 +204,7 @@ def kill_pids(pids: list[int], signum: int = signal.SIGKILL):
 
 
 def recovered(query, run: Run) -> str:
-    return f"{batch_committed_at(query, FAULTED_STEP) - run.fired_at():.1f} s"
+    return f"{batch_committed_at(query.recentProgress, FAULTED_STEP) - run.fired_at():.1f} s"
 
 
 # -- the faults
@@ -316,7 +213,6 @@ def recovered(query, run: Run) -> str:
 def test_the_leader_of_a_data_partition_killed_mid_transaction_then_restarted(spark, cluster, tmp_path,
                                                                               task_failures):
     run = new_run(cluster, tmp_path)
-    write_feed(spark, tmp_path / "feed")
     victim = cluster.node(leader_of(cluster, run.topic, 0))
     log_start = log_position(task_failures)
     query = run_query(spark, run, sink_options(cluster, run),
@@ -331,7 +227,6 @@ def test_the_leader_of_a_data_partition_killed_mid_transaction_then_restarted(sp
 
 def test_the_transaction_coordinator_killed_as_the_task_commits(spark, cluster, tmp_path, task_failures):
     run = new_run(cluster, tmp_path)
-    write_feed(spark, tmp_path / "feed")
     warm_transactions(cluster)
     coordinator = cluster.node(transaction_coordinator(cluster, f"{run.prefix}-0"))
     log_start = log_position(task_failures)
@@ -348,7 +243,6 @@ def test_the_transaction_coordinator_killed_as_the_task_commits(spark, cluster, 
 
 def test_a_broker_paused_past_the_timeouts_then_resumed(spark, cluster, tmp_path, task_failures):
     run = new_run(cluster, tmp_path)
-    write_feed(spark, tmp_path / "feed")
     victim = cluster.node(leader_of(cluster, run.topic, 0))
     pause_s = 2.5 * BROKER_TIMEOUT_MS / 1000
     log_start = log_position(task_failures)
@@ -370,7 +264,6 @@ def test_a_broker_paused_past_the_timeouts_then_resumed(spark, cluster, tmp_path
 def test_a_task_outliving_its_transaction_timeout_fails_in_one_line_and_its_retry_commits(spark, cluster, tmp_path,
                                                                                           task_failures):
     run = new_run(cluster, tmp_path)
-    write_feed(spark, tmp_path / "feed")
     timeout_ms = 8000
     log_start = log_position(task_failures)
     # The coordinator aborts a transaction older than transaction.timeout.ms (task-timeout-ms) on its next check
@@ -417,32 +310,16 @@ open(outcome, "w").write(result)
 def sink_worker_pid(broker_ports: set[int], timeout: float = 60) -> int:
     """The pyspark worker (not this one) holding open connections to the brokers: the sink's, mid-transaction.
 
-    Spark forks the sink's worker and a UDF's from daemons of their own, so it is looked for among every
-    pyspark worker, by its sockets; the UDF may run ahead of the sink, so it is waited for.
+    Spark forks the sink's worker and a UDF's from daemons of their own, so it is looked for among the Python
+    workers of the JVM that runs this one, by its sockets; the UDF may run ahead of the sink, so it is waited for.
     """
+    jvm = parents()[os.getppid()]  # this worker's daemon's parent
     deadline = time.monotonic() + timeout
     while True:
-        inodes = set()
-        for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
-            fields = line.split()
-            if int(fields[2].split(":")[1], 16) in broker_ports and fields[3] == "01":  # ESTABLISHED
-                inodes.add(fields[9])
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit() or int(entry.name) == os.getpid():
-                continue
-            try:
-                if b"pyspark.daemon" not in (entry / "cmdline").read_bytes():
-                    continue
-                descriptors = list((entry / "fd").iterdir())
-            except OSError:  # gone, or not ours to read
-                continue
-            for fd in descriptors:
-                try:
-                    link = os.readlink(fd)
-                except OSError:  # closed meanwhile (librdkafka opens and closes its own)
-                    continue
-                if link.startswith("socket:[") and link[8:-1] in inodes:
-                    return int(entry.name)
+        workers = {pid for pid in descendants(jvm) if pid != os.getpid() and "pyspark.daemon" in command(pid)}
+        connected = connected_to(broker_ports, workers)
+        if connected:
+            return min(connected)
         if time.monotonic() > deadline:
             raise RuntimeError("no pyspark worker with connections to the brokers")
         time.sleep(0.2)
@@ -451,11 +328,10 @@ def sink_worker_pid(broker_ports: set[int], timeout: float = 60) -> int:
 def test_a_task_killed_mid_transaction_is_retried_and_a_zombie_of_it_is_fenced(spark, cluster, tmp_path,
                                                                                task_failures):
     run = new_run(cluster, tmp_path)
-    write_feed(spark, tmp_path / "feed")
     options = sink_options(cluster, run)
     ports = {node.port for node in cluster.nodes}
     zombie_files = [str(tmp_path / name) for name in ("zombie-ready", "zombie-outcome", "zombie-release")]
-    script = ZOMBIE
+    script, prefix = ZOMBIE, run.prefix  # what the fault needs of the run, as values: Spark's workers cannot import Run
 
     def kill_the_sink_and_raise_a_zombie(context):
         import json as json_
@@ -465,7 +341,7 @@ def test_a_task_killed_mid_transaction_is_retried_and_a_zombie_of_it_is_fenced(s
 
         victim = sink_worker_pid(ports)
         query_id = context.getLocalProperty("sql.streaming.queryId")
-        arguments = [options, f"{run.prefix}-{context.partitionId()}",
+        arguments = [options, f"{prefix}-{context.partitionId()}",
                      f"ticdc-sink-{query_id}-{context.partitionId()}", *zombie_files]
         os.kill(victim, signal.SIGKILL)  # the attempt dies with its transaction open
         with open(zombie_files[1] + ".log", "wb") as log:
@@ -495,7 +371,6 @@ def test_a_task_killed_mid_transaction_is_retried_and_a_zombie_of_it_is_fenced(s
 
 def test_the_marker_topics_leader_dies_between_produce_and_commit(spark, cluster, tmp_path, task_failures):
     run = new_run(cluster, tmp_path)
-    write_feed(spark, tmp_path / "feed")
     options = sink_options(cluster, run)
     # The first micro-batch creates the marker topic; the fault looks its leader up when it fires.
     markers = options["marker-topic"]
@@ -524,7 +399,6 @@ def test_the_marker_topics_leader_dies_between_produce_and_commit(spark, cluster
 
 def test_the_whole_cluster_down_fails_the_query_in_one_line_and_a_restart_loses_nothing(spark, cluster, tmp_path):
     run = new_run(cluster, tmp_path)
-    write_feed(spark, tmp_path / "feed")
     options = sink_options(cluster, run)
     attempts = int(spark.sparkContext.master.split(",")[1].rstrip("]")) if "," in spark.sparkContext.master else 1
     query = run_query(spark, run, options,
