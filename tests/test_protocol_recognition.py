@@ -12,6 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 from changefeed import build, schema
+from consumed import Message
 from pyspark.sql import types as T
 
 from ticdc_sink.codec import PROTOCOLS, SendsTableSchemas, decoder_for, encoder_for, recognition
@@ -136,19 +137,6 @@ def test_a_broken_or_compressed_message_of_the_protocol_keeps_the_decoders_error
         recognition.decode(canal, None, compress(b'{"id":0,"isDdl":false,"type":"INSERT"}', "lz4"))
     assert not isinstance(error.value, NotOfProtocol)
 
-
-class Message:
-    def __init__(self, key: bytes | None, value: bytes | None, offset: int):
-        self._key, self._value, self._offset = key, value, offset
-
-    def key(self):
-        return self._key
-
-    def value(self):
-        return self._value
-
-    def offset(self):
-        return self._offset
 
 
 def task(protocol: str, on_error: str = "fail", registry: str | None = None) -> _RangeRead:

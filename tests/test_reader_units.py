@@ -11,6 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 from changefeed import build
+from consumed import Message
 from pyspark.sql import types as T
 from test_round_trip import MATRIX, NULLS, OPTIONS, VALUES, changed, row
 
@@ -119,19 +120,6 @@ def matrix_messages(protocol: str, batch: int = 1) -> tuple[list, list, object]:
     return ([watermark[0] if i is None else keys[i] for i in order],
             [watermark[1] if i is None else values[i] for i in order], config)
 
-
-class Message:
-    def __init__(self, key: bytes | None, value: bytes, offset: int):
-        self._key, self._value, self._offset = key, value, offset
-
-    def key(self):
-        return self._key
-
-    def value(self):
-        return self._value
-
-    def offset(self):
-        return self._offset
 
 
 @pytest.mark.parametrize("protocol, batch", [("canal-json", 1), ("open-protocol", 1), ("open-protocol", 8),
