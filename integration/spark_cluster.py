@@ -30,6 +30,8 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from processes import command, parents
+
 _HOST = "127.0.0.1"
 WORKER_MEMORY = "1g"  # what a Worker offers its executors: two of them fit two cores beside Kafka and the driver
 DAEMON_MEMORY = "256m"  # the Master's and each Worker's own heap
@@ -132,18 +134,8 @@ class SparkCluster:
     def executor_pids(self) -> list[int]:
         """The executor JVMs the Workers started (``CoarseGrainedExecutorBackend``), oldest first."""
         workers = {d.process.pid for d in self.daemons if d.name.startswith("worker")}
-        pids = []
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit():
-                continue
-            try:
-                command = (entry / "cmdline").read_bytes()
-                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, ValueError, IndexError):
-                continue
-            if b"CoarseGrainedExecutorBackend" in command and parent in workers:
-                pids.append(int(entry.name))
-        return sorted(pids)
+        return sorted(pid for pid, parent in parents().items()
+                      if parent in workers and "CoarseGrainedExecutorBackend" in command(pid))
 
     def stop(self) -> None:
         """Every JVM this cluster started, the Workers' executors with them; then its folder."""
