@@ -1,0 +1,85 @@
+"""Throwaway certificates for a TLS listener on loopback: a CA, a server's and a client's, as PEM files.
+
+Made fresh at each start with ``cryptography`` (no keytool keystores, no passwords): Kafka reads PEM key and
+trust stores directly (``ssl.keystore.type=PEM``), and librdkafka reads the same files.  The server's
+certificate names both ways a client may dial loopback (IP 127.0.0.1 and DNS localhost), so clients keep
+librdkafka's default hostname verification.
+"""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+from dataclasses import dataclass
+from pathlib import Path
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+_VALID_FOR = datetime.timedelta(days=2)
+
+
+@dataclass(frozen=True)
+class TlsFiles:
+    ca: Path  # the CA's certificate: the clients' ssl.ca.location, the server's trust store
+    server_keystore: Path  # the server's unencrypted key, its certificate, then the CA's
+    client_certificate: Path | None = None  # signed by the CA, for a listener that requires one
+    client_key: Path | None = None  # unencrypted
+
+
+def make_tls_files(directory: Path, client: bool = False) -> TlsFiles:
+    """A new CA and a server certificate for loopback in ``directory``; with ``client``, a client's too."""
+    directory.mkdir(parents=True, exist_ok=True)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca = _certificate("ticdc-sink test CA", ca_key.public_key(), ca_key, None, ca=True)
+    server_key = ec.generate_private_key(ec.SECP256R1())
+    server = _certificate("localhost", server_key.public_key(), ca_key, ca, ca=False,
+                          names=[x509.IPAddress(ipaddress.ip_address("127.0.0.1")), x509.DNSName("localhost")],
+                          usage=ExtendedKeyUsageOID.SERVER_AUTH)
+    files = TlsFiles(directory / "ca.pem", directory / "server.pem")
+    files.ca.write_bytes(_pem(ca))
+    files.server_keystore.write_bytes(_key_pem(server_key) + _pem(server) + _pem(ca))
+    if client:
+        client_key = ec.generate_private_key(ec.SECP256R1())
+        certificate = _certificate("ticdc-sink-client", client_key.public_key(), ca_key, ca, ca=False,
+                                   usage=ExtendedKeyUsageOID.CLIENT_AUTH)
+        files = TlsFiles(files.ca, files.server_keystore, directory / "client.pem", directory / "client.key")
+        files.client_certificate.write_bytes(_pem(certificate))
+        files.client_key.write_bytes(_key_pem(client_key))
+    return files
+
+
+def _certificate(common_name: str, public_key, signing_key, issuer: x509.Certificate | None, *, ca: bool,
+                 names: list | None = None, usage=None) -> x509.Certificate:
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    builder = (x509.CertificateBuilder().subject_name(subject)
+               .issuer_name(issuer.subject if issuer else subject)
+               .public_key(public_key).serial_number(x509.random_serial_number())
+               .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + _VALID_FOR)
+               .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+               .add_extension(x509.SubjectKeyIdentifier.from_public_key(public_key), critical=False)
+               .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(signing_key.public_key()),
+                              critical=False))
+    if ca:  # what strict verifiers (OpenSSL's X509_STRICT, Python's default context) ask of a CA
+        builder = builder.add_extension(x509.KeyUsage(
+            digital_signature=False, content_commitment=False, key_encipherment=False, data_encipherment=False,
+            key_agreement=False, key_cert_sign=True, crl_sign=True, encipher_only=False, decipher_only=False),
+            critical=True)
+    if names:
+        builder = builder.add_extension(x509.SubjectAlternativeName(names), critical=False)
+    if usage:
+        builder = builder.add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+    return builder.sign(signing_key, hashes.SHA256())
+
+
+def _pem(certificate: x509.Certificate) -> bytes:
+    return certificate.public_bytes(serialization.Encoding.PEM)
+
+
+def _key_pem(key) -> bytes:
+    """PKCS#8, the one PEM key form Kafka's PEM store reads."""
+    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                             serialization.NoEncryption())
