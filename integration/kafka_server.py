@@ -334,6 +334,10 @@ class KafkaCluster:
                         "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;",
                     "listener.name.client.oauthbearer.sasl.server.callback.handler.class":
                         "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler",
+                    # Named, not left to the default: Kafka 4.1's DefaultJwtValidator, built without a key resolver
+                    # by this handler, falls back to the client's validator, which checks no signature at all.
+                    "sasl.oauthbearer.jwt.validator.class":
+                        "org.apache.kafka.common.security.oauthbearer.BrokerJwtValidator",
                     "sasl.oauthbearer.jwks.endpoint.url": self.token_server.jwks_url,
                     "sasl.oauthbearer.expected.audience": AUDIENCE,
                     "sasl.oauthbearer.expected.issuer": ISSUER,
