@@ -20,7 +20,7 @@ themselves on plaintext listeners of their own.  One SASL mechanism at a time; w
 TLS it is SASL_SSL, without it SASL_PLAINTEXT.
 
 - ``--tls``: TLS with a broker certificate for IP 127.0.0.1 and DNS localhost,
-  signed by a CA made at start (``certificates.py``).
+  signed by a CA made at start (``tests/certificates.py``).
 - ``--tls-client-auth``: ``--tls`` whose brokers also require a client certificate
   signed by that CA (``ssl.client.auth=required``); one is made, its key unencrypted.
 - ``--sasl-plain USER:PASSWORD``: that SASL/PLAIN login.
@@ -68,8 +68,11 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from certificates import TlsFiles, make_tls_files
 from oauth_server import AUDIENCE, ISSUER, TokenServer
+
+# The certificate maker is the unit tests' too; appended, so that no module of tests/ shadows one found before.
+sys.path.append(str(Path(__file__).resolve().parents[1] / "tests"))
+from certificates import TlsFiles, make_tls_files  # noqa: E402
 
 KAFKA_VERSION = "4.1.1"
 LOG4J_VERSION = "2.24.3"  # the log4j2 that kafka_2.13 KAFKA_VERSION depends on: its slf4j binding
