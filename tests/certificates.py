@@ -1,9 +1,10 @@
 """Throwaway certificates for a TLS listener on loopback: a CA, a server's and a client's, as PEM files.
 
 Made fresh at each start with ``cryptography`` (no keytool keystores, no passwords): Kafka reads PEM key and
-trust stores directly (``ssl.keystore.type=PEM``), and librdkafka reads the same files.  The server's
-certificate names both ways a client may dial loopback (IP 127.0.0.1 and DNS localhost), so clients keep
-librdkafka's default hostname verification.
+trust stores directly (``ssl.keystore.type=PEM``), and librdkafka reads the same files, as do Python's ``ssl``
+and so the Schema Registry test double and its clients (``tls_files`` fixture).  The server's certificate names
+both ways a client may dial loopback (IP 127.0.0.1 and DNS localhost), so clients keep their default hostname
+verification.
 """
 
 from __future__ import annotations

@@ -161,6 +161,14 @@ def hides_aborted_transactions(broker) -> bool:
                              settings={"isolation.level": "read_committed"})
 
 
+@pytest.fixture(scope="session")
+def tls_files(tmp_path_factory):
+    """A throwaway CA and a certificate it signed for 127.0.0.1 and localhost (certificates.py), as PEM files."""
+    from certificates import make_tls_files
+
+    return make_tls_files(tmp_path_factory.mktemp("tls"))
+
+
 _topic_numbers = itertools.count()
 
 

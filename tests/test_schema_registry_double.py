@@ -2,16 +2,18 @@
 
 Everything here talks to ``SchemaRegistryDouble`` through confluent-kafka's own
 ``SchemaRegistryClient``, ``AvroSerializer`` and ``AvroDeserializer`` (plus raw HTTP
-only where the client has no call: the root resource and the server header). No
-Spark, no Kafka. A fresh client is used wherever its cache would otherwise answer
+only where the client has no call: the root resource, the server header, a 401's
+headers and a TLS handshake refused). No Spark, no Kafka. A fresh client is used wherever its cache would otherwise answer
 instead of the double.
 """
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 import socket
+import ssl
 import threading
 import urllib.error
 import urllib.request
@@ -24,6 +26,7 @@ from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerialize
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 from confluent_kafka.serialization import MessageField, SerializationContext
 
+from certificates import make_tls_files
 from ticdc_sink.schema_registry_double import SchemaRegistryDouble
 
 
@@ -443,6 +446,63 @@ def test_basic_auth_accepts_the_right_credentials_and_rejects_others(new_client)
             anonymous.close()
             assert (error.http_status_code, error.error_code, error.error_message) == (401, 401, "Unauthorized")
         assert [r[2] for r in secured.requests][-3:] == [401, 401, 401]
+
+
+def https_get(url: str, ca, login: str | None = None) -> tuple:
+    """(status, JSON body, headers) of a GET that trusts the CA file ``ca`` and sends ``login`` as basic auth."""
+    request = urllib.request.Request(url)
+    if login is not None:
+        request.add_header("Authorization", "Basic " + base64.b64encode(login.encode()).decode())
+    try:
+        with urllib.request.urlopen(request, context=ssl.create_default_context(cafile=ca), timeout=10) as response:
+            return response.status, json.loads(response.read()), response.headers
+    except urllib.error.HTTPError as refused:
+        return refused.code, json.loads(refused.read()), refused.headers
+
+
+def test_tls_with_basic_auth_serves_who_trusts_the_ca_and_has_the_login(tls_files, new_client):
+    with SchemaRegistryDouble(basic_auth="sink:s3cr3t", certificate=tls_files.server_keystore) as secured:
+        assert secured.url.startswith("https://127.0.0.1:")
+        client = new_client(secured, **{"ssl.ca.location": str(tls_files.ca)})
+        schema_id = client.register_schema("orders-value", Schema(text(V1)))
+        assert json.loads(new_client(secured, **{"ssl.ca.location": str(tls_files.ca)})
+                          .get_schema(schema_id).schema_str) == V1
+        for login in (None, "sink:wrong", "other:s3cr3t"):
+            status, body, headers = https_get(secured.url + "/subjects", tls_files.ca, login)
+            assert (status, body) == (401, {"error_code": 401, "message": "Unauthorized"})
+            assert headers["WWW-Authenticate"].startswith("Basic ")
+        assert https_get(secured.url + "/subjects", tls_files.ca, "sink:s3cr3t")[:2] == (200, ["orders-value"])
+
+
+def test_tls_closes_a_connection_that_refuses_its_certificate_or_speaks_plain_http_and_serves_on(
+        tls_files, tmp_path, capfd):
+    stranger = make_tls_files(tmp_path).ca  # another CA, which did not sign the double's certificate
+    with SchemaRegistryDouble(certificate=tls_files.server_keystore) as secured:
+        port = int(secured.url.rsplit(":", 1)[1])
+        with socket.create_connection(("127.0.0.1", port)):  # connected, and never starts its handshake
+            with pytest.raises(urllib.error.URLError) as untrusted:
+                https_get(secured.url, stranger)
+            assert isinstance(untrusted.value.reason, ssl.SSLCertVerificationError)
+            with pytest.raises((urllib.error.URLError, ConnectionError)) as plain:  # as it sends, or as it reads
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10)
+            assert isinstance(getattr(plain.value, "reason", plain.value), ConnectionError)
+            assert https_get(secured.url, tls_files.ca)[:2] == (200, {})
+    assert secured.requests == [("GET", "/", 200)]
+    assert capfd.readouterr().err == ""  # a refused handshake is no error of the double's
+
+
+def test_tls_takes_the_key_apart_from_the_certificate_and_refuses_a_file_without_one(tls_files, tmp_path,
+                                                                                    new_client):
+    pem = tls_files.server_keystore.read_text()
+    key_end = pem.index("-----END PRIVATE KEY-----\n") + len("-----END PRIVATE KEY-----\n")
+    (tmp_path / "server.key").write_text(pem[:key_end])
+    (tmp_path / "server.crt").write_text(pem[key_end:])
+    with SchemaRegistryDouble(certificate=tmp_path / "server.crt", key=tmp_path / "server.key") as secured:
+        assert new_client(secured, **{"ssl.ca.location": str(tls_files.ca)}).get_subjects() == []
+    with pytest.raises(ssl.SSLError):  # at construction, not at each handshake
+        SchemaRegistryDouble(certificate=tmp_path / "server.crt")
+    with pytest.raises(ValueError, match="key needs the certificate"):
+        SchemaRegistryDouble(key=tmp_path / "server.key")
 
 
 # --- the server itself ---------------------------------------------------------------------------

@@ -79,6 +79,13 @@ Basic auth: ``SchemaRegistryDouble(basic_auth="user:password")`` makes every
 request without that ``Authorization: Basic`` header a 401
 ``{"error_code": 401, "message": "Unauthorized"}``.
 
+TLS: ``SchemaRegistryDouble(certificate="server.pem", key="server.key")`` serves
+HTTPS (``url`` is ``https://127.0.0.1:<port>``) with that PEM certificate chain
+and key (``key`` left out when the certificate file holds it); the certificate
+must name 127.0.0.1 for clients that check the host name. The handshake runs
+in the request's thread, so a client that refuses the certificate, or speaks
+plain HTTP, sees the connection closed and holds up no other client.
+
 Every request is recorded in ``.requests`` as ``(method, path, status)``; nothing
 is logged to stderr unless ``log_requests=True``.
 """
@@ -89,10 +96,12 @@ import base64
 import binascii
 import hmac
 import json
+import ssl
 import sys
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from os import PathLike
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import fastavro
@@ -868,21 +877,44 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
     double: "SchemaRegistryDouble"
+    tls: ssl.SSLContext | None = None
+
+    def finish_request(self, request, client_address):
+        """Over TLS, the handshake first, here in the request's thread rather than in the accepting one."""
+        if self.tls is None:
+            super().finish_request(request, client_address)
+            return
+        try:
+            request = self.tls.wrap_socket(request, server_side=True)
+        except OSError:  # the client refused the certificate, or did not speak TLS: the handshake is its answer
+            return
+        try:
+            super().finish_request(request, client_address)
+        finally:  # the TLS socket, as the caller shuts down the plain one it was made from
+            self.shutdown_request(request)
 
 
 class SchemaRegistryDouble:
     """A TEST DOUBLE of the Confluent Schema Registry; see the module docstring for what it speaks.
 
-    Use as a context manager (or call ``start()``/``stop()``). ``url`` is ``http://127.0.0.1:<port>``.
+    Use as a context manager (or call ``start()``/``stop()``). ``url`` is ``http://127.0.0.1:<port>``, or
+    ``https://`` with a ``certificate``.
     """
 
-    def __init__(self, *, basic_auth: str | None = None, default_compatibility: str = DEFAULT_COMPATIBILITY,
+    def __init__(self, *, basic_auth: str | None = None, certificate: str | PathLike | None = None,
+                 key: str | PathLike | None = None, default_compatibility: str = DEFAULT_COMPATIBILITY,
                  incompatible_error_code: int = 409, log_requests: bool = False):
         if basic_auth is not None and ":" not in basic_auth:
             raise ValueError("basic_auth must be 'username:password'")
+        if key is not None and certificate is None:
+            raise ValueError("key needs the certificate it belongs to")
         if default_compatibility.upper() not in COMPATIBILITY_LEVELS:
             raise ValueError(f"unknown compatibility level {default_compatibility!r}")
         self._basic_auth = basic_auth
+        self._tls = None
+        if certificate is not None:  # loaded now, so that a wrong file fails here rather than in each handshake
+            self._tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+            self._tls.load_cert_chain(certificate, key)
         self.log_requests = log_requests
         self._lock = threading.Lock()
         self._registry = _Registry(default_compatibility.upper(), incompatible_error_code)
@@ -897,8 +929,9 @@ class SchemaRegistryDouble:
             raise RuntimeError("SchemaRegistryDouble is already running")
         server = _Server(("127.0.0.1", 0), _Handler)
         server.double = self
+        server.tls = self._tls
         self._server = server
-        self.url = f"http://127.0.0.1:{server.server_address[1]}"
+        self.url = f"{'https' if self._tls else 'http'}://127.0.0.1:{server.server_address[1]}"
         self._thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01},
                                         name="SchemaRegistryDouble", daemon=True)
         self._thread.start()
