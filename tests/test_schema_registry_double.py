@@ -3,8 +3,8 @@
 Everything here talks to ``SchemaRegistryDouble`` through confluent-kafka's own
 ``SchemaRegistryClient``, ``AvroSerializer`` and ``AvroDeserializer`` (plus raw HTTP
 only where the client has no call: the root resource, the server header, a 401's
-headers and a TLS handshake refused). No Spark, no Kafka. A fresh client is used wherever its cache would otherwise answer
-instead of the double.
+headers and a TLS handshake refused). No Spark, no Kafka. A fresh client is used
+wherever its cache would otherwise answer instead of the double.
 """
 
 from __future__ import annotations
