@@ -4,13 +4,18 @@ Each security mode gets a one-node Apache Kafka 4.1.1 of its own (``kafka_server
 one class each, so one cluster at a time), and in it the streaming query of
 ``exactly_once_checks.py``: exactly-once, Canal-JSON with the TiDB extension,
 ``KEYS`` keys with one change each in every one of 4 micro-batches, written in two
-Spark partitions.  Its options carry the mode's security and nothing else does:
-the sink's producers, its admin client and its marker consumers must all log in
-with them.  The topic is then read back ``read_committed`` twice, by the sink's
-own reader (``spark.read.format("ticdc")`` with the same options) and by
-``python -m ticdc_sink tail -X ...``: every change once, each key's changes in
-commit order in one Kafka partition, and (``tail`` shows them) each micro-batch's
-watermark once in every partition.
+Spark partitions.  The query is then restarted from its checkpoint with the last
+micro-batch's commit taken out, as if the driver had died before recording it:
+the replay's tasks must find the micro-batch in their markers and abort their
+copy, and its driver send no watermark again.  The options carry the mode's
+security and nothing else does: the sink's producers, its admin clients and its
+marker consumers must all log in with them.  The topic is then read back
+``read_committed`` twice, by the sink's own reader (``spark.read.format("ticdc")``
+with the same options) and by ``python -m ticdc_sink tail -X ...``: every change
+once, each key's changes in commit order in one Kafka partition, and (``tail``
+shows them) each micro-batch's watermark once in every partition.  ``tail`` prints
+every message, so it is the strict count: the reader, under TiCDC's consumer rules,
+drops a row that comes again after its partition's watermark.
 
 1. SASL_SSL, SCRAM-SHA-512, the CA as PEM text (``kafka.ssl.ca.pem``): no file to ship;
 2. TLS with a client certificate, certificate, key and CA as PEM text (``kafka.ssl.*.pem``);
@@ -114,24 +119,41 @@ class SecuredRoundTrip:
     @pytest.fixture(scope="class")
     @classmethod
     def written(cls, kafka, spark, tmp_path_factory):
-        """The run whose streaming query wrote its four micro-batches, the query's error and its progress."""
+        """The run whose streaming query wrote its four micro-batches, then, restarted from its checkpoint with
+        the last one's commit taken out (as if the driver died before recording it), replayed that one: each
+        query's error and progress."""
         run = new_run(kafka, tmp_path_factory.mktemp(cls.__name__))
-        query = start_query(spark, run, cls().options(kafka, run))
-        try:
-            query.awaitTermination(QUERY_SECONDS)
-        finally:
-            if query.isActive:
-                query.stop()
-        return run, query.exception(), query.recentProgress
+        queries = []
+        for attempt in ("first", "replay"):
+            if attempt == "replay":
+                last = len(STEPS) - 1
+                (run.checkpoint / "commits" / str(last)).unlink()
+                (run.checkpoint / "commits" / f".{last}.crc").unlink(missing_ok=True)
+            query = start_query(spark, run, cls().options(kafka, run))
+            try:
+                query.awaitTermination(QUERY_SECONDS)
+            finally:
+                if query.isActive:
+                    query.stop()
+            queries.append((query.exception(), [(p["batchId"], p["numInputRows"]) for p in query.recentProgress
+                                                 if p["numInputRows"]]))
+            if query.exception() is not None:
+                break
+        return run, queries
 
     def test_the_stream_commits_each_micro_batch_through_the_secured_clients(self, written):
-        run, failure, progress = written
+        run, queries = written
+        (failure, batches), *replay = queries
         assert failure is None, str(failure)
-        assert [(p["batchId"], p["numInputRows"]) for p in progress if p["numInputRows"]] == \
-            [(step, KEYS) for step in range(len(STEPS))]
+        assert batches == [(step, KEYS) for step in range(len(STEPS))]
+        assert replay, "the query restarted from its checkpoint never ran"
+        failure, batches = replay[0]
+        assert failure is None, str(failure)
+        assert batches == [(len(STEPS) - 1, KEYS)]  # its tasks find their markers and abort their copy
 
     def test_the_sinks_reader_reads_every_change_once_in_commit_order(self, written, kafka, spark):
-        run, _, _ = written
+        """Through every client of the read (the driver's admin client and consumer, each task's consumer)."""
+        run, _ = written
         rows = spark.read.format("ticdc").options(**self.options(kafka, run)) \
             .option("include-kafka-coordinates", "true").load() \
             .select("_partition", "_offset", "_commit_ts", "id", "step").collect()
@@ -140,11 +162,11 @@ class SecuredRoundTrip:
         assert_every_change_once_in_commit_order(changes)
 
     def test_tail_reads_every_change_once_in_commit_order_and_each_watermark_once(self, written, kafka):
-        run, _, _ = written
+        run, _ = written
         settings = self.tail_settings(kafka)
         tail = [sys.executable, "-m", "ticdc_sink", "tail", "--bootstrap-servers", kafka.bootstrap_servers,
                 "--topic", run.topic, "--protocol", "canal-json", "-o", "enable-tidb-extension=true",
-                "--idle-seconds", "2", *(part for name, value in settings.items() for part in ("-X", f"{name}={value}"))]
+                "--idle-seconds", "2", *(part for item in settings.items() for part in ("-X", "=".join(item)))]
         result = subprocess.run(tail, capture_output=True, text=True, timeout=TAIL_SECONDS)
         assert result.returncode == 0, result.stderr
         changes, watermarks = tail_changes(result.stdout)
