@@ -28,5 +28,5 @@ class AvroOptions(RegistryOptions, ProtocolOptions):
         if not self.schema_registry:
             raise ConfigError("schema-registry", None, "required with protocol=avro: the Confluent Schema Registry "
                                                        "URL, e.g. http://registry:8081")
-        self.check_registry_urls()
+        self.check_registry()
         return self

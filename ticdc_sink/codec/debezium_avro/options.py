@@ -24,5 +24,5 @@ class DebeziumAvroOptions(RegistryOptions, ProtocolOptions):
         if not self.schema_registry:
             raise ConfigError("schema-registry", None, 'Debezium Avro protocol requires parameter "schema-registry" '
                                                        "to specify the schema registry, e.g. http://registry:8081")
-        self.check_registry_urls()
+        self.check_registry()
         return self

@@ -4,10 +4,13 @@ TiCDC's subject names, and the declaration by which a codec says it needs one.""
 from __future__ import annotations
 
 import functools
+import ssl
 import struct
+import tempfile
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
-from urllib.parse import urlsplit
+from typing import Any, Iterator
+from urllib.parse import unquote, urlsplit
 
 from ...config import SinkConfig
 from ...errors import ConfigError, TiCDCSinkError
@@ -18,6 +21,7 @@ from ...redact import mask_url
 _NUMBER_SETTINGS = frozenset({"timeout", "cache.capacity", "cache.latest.ttl.sec", "max.retries", "retries.wait.ms",
                               "retries.max.wait.ms"})
 _DEFAULT_RETRIES = 2
+_CA_PEM, _CA_FILE = "ssl.ca.pem", "ssl.ca.location"
 MAGIC_BYTE = 0
 _CONFLUENT_HEADER = struct.Struct(">bI")  # the magic byte and the schema id, big-endian
 
@@ -25,19 +29,24 @@ _CONFLUENT_HEADER = struct.Struct(">bI")  # the magic byte and the schema id, bi
 @dataclass(frozen=True, repr=False)
 class RegistryOptions(OptionGroup):
     """The options of a protocol whose schemas live in a registry: its URL, and ``schema-registry.<setting>``
-    options, confluent-kafka ``SchemaRegistryClient`` settings (TLS, basic auth, ...)."""
+    options, confluent-kafka ``SchemaRegistryClient`` settings (TLS, basic auth, ...) plus ``ssl.ca.pem``, the
+    registry's CA as text, which the client takes as a file."""
 
     schema_registry: str | None = None
     schema_registry_settings: tuple[tuple[str, str], ...] = field(default=(), metadata={SETTINGS: True})
 
-    def check_registry_urls(self) -> None:
-        """Each URL of ``schema-registry`` is an http:// or https:// one."""
+    def check_registry(self) -> None:
+        """Each URL of ``schema-registry`` is an http:// or https:// one, and the registry's CA is given once."""
         for one in (self.schema_registry or "").split(","):
             parts = urlsplit(one.strip())
             if parts.scheme.lower() not in ("http", "https") or not parts.netloc:
                 raise ConfigError("schema-registry", self.schema_registry,
                                   "an http:// or https:// URL (several joined by commas), "
                                   "e.g. http://user:password@registry:8081")
+        settings = dict(self.schema_registry_settings)
+        if _CA_PEM in settings and _CA_FILE in settings:
+            raise ConfigError(f"schema-registry.{_CA_FILE}", settings[_CA_FILE],
+                              f"give the registry's CA once: as this file or as schema-registry.{_CA_PEM}, not both")
 
 
 class SchemaRegistryFailure(TiCDCSinkError):
@@ -67,6 +76,11 @@ def client_settings(config: SinkConfig) -> dict[str, Any]:
     Without ``schema-registry.timeout`` a request's attempts share
     ``broker-timeout-ms``, so that a registry that does not answer fails the
     task in about that time (plus the client's waits between attempts).
+
+    A ``user:password@`` in the URL goes to the client as
+    ``basic.auth.user.info`` instead (the first URL's, which the client uses
+    for every URL), so that the URLs it requests carry no password: its HTTP
+    library logs each one at INFO.
     """
     options = config.protocol_options
     settings: dict[str, Any] = {"url": options.schema_registry}
@@ -80,7 +94,18 @@ def client_settings(config: SinkConfig) -> dict[str, Any]:
             settings[setting] = value
     retries = settings.setdefault("max.retries", _DEFAULT_RETRIES)
     settings.setdefault("timeout", config.broker_timeout_ms / 1000 / (retries + 1))
+    if "basic.auth.user.info" not in settings:  # with both, the client's own refusal says which to drop
+        settings.update(_login_out_of_urls(options.schema_registry))
     return settings
+
+
+def _login_out_of_urls(urls: str) -> dict[str, str]:
+    """The URLs without their user info and the first one's ``user:password``, where it has one."""
+    parts = [urlsplit(one.strip()) for one in urls.split(",")]
+    if parts[0].password is None:
+        return {}
+    return {"url": ",".join(p._replace(netloc=p.netloc.rpartition("@")[2]).geturl() for p in parts),
+            "basic.auth.user.info": f"{unquote(parts[0].username)}:{unquote(parts[0].password)}"}
 
 
 @functools.lru_cache(maxsize=16)
@@ -103,14 +128,30 @@ def _registry_client():
     return schema_registry, httpx
 
 
+@contextmanager
+def _ca_as_file(settings: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """``settings`` with ``ssl.ca.pem`` as the ``ssl.ca.location`` the client takes: a private temporary file
+    (mode 0600), removed once the client is made, since it loads the CA into its TLS context then. So the CA
+    need not be a file on every executor, as with ``kafka.ssl.ca.pem``."""
+    if _CA_PEM not in settings:
+        yield settings
+        return
+    settings = dict(settings)
+    with tempfile.NamedTemporaryFile("w", prefix="ticdc-sink-registry-ca-", suffix=".pem") as ca:
+        ca.write(settings.pop(_CA_PEM))
+        ca.flush()
+        yield {**settings, _CA_FILE: ca.name}
+
+
 def _client(config: SinkConfig):
     schema_registry, _ = _registry_client()
     try:
-        return schema_registry.SchemaRegistryClient(client_settings(config))
+        with _ca_as_file(client_settings(config)) as settings:
+            return schema_registry.SchemaRegistryClient(settings)
     except OSError as e:  # a TLS file that cannot be read: Python's error does not name it
         options = config.protocol_options
-        files = ", ".join(f"schema-registry.{s}={v}" for s, v in options.schema_registry_settings
-                          if s.endswith(".location"))
+        files = ", ".join(f"schema-registry.{s}" + ("" if s == _CA_PEM else f"={v}")
+                          for s, v in options.schema_registry_settings if s.endswith(".location") or s == _CA_PEM)
         raise ConfigError("schema-registry", options.schema_registry,
                           f"the Schema Registry client cannot read its TLS files ({files}): {e}") from None
     except (ValueError, TypeError) as e:
@@ -174,6 +215,12 @@ class SchemaRegistry:
                 f"schema registry {self.where} failed {doing}: {e.error_message} (HTTP {e.http_status_code}, "
                 f"error code {e.error_code}){_advice(e.http_status_code)}") from None
         except httpx.TransportError as e:
+            if _caused_by(e, ssl.SSLCertVerificationError):
+                raise SchemaRegistryFailure(
+                    f"schema registry {self.where}: its TLS certificate is not trusted ({doing}): {e}; give the CA "
+                    f"that signed it as schema-registry.{_CA_FILE} (a file on the driver and every executor) or "
+                    f"schema-registry.{_CA_PEM} (its PEM text), and check that it names the host in "
+                    "schema-registry") from None
             raise SchemaRegistryFailure(
                 f"schema registry {self.where} cannot be reached ({doing}): {type(e).__name__}: {e}; check the "
                 "schema-registry option, the network and the registry, or raise broker-timeout-ms") from None
@@ -184,6 +231,15 @@ class SchemaRegistry:
 
     def close(self) -> None:
         self._client.close()
+
+
+def _caused_by(error: BaseException, kind: type) -> bool:
+    """Whether ``kind`` is in the chain of causes of ``error`` (the HTTP layers wrap the ssl module's errors)."""
+    while error is not None:
+        if isinstance(error, kind):
+            return True
+        error = error.__cause__ or error.__context__
+    return False
 
 
 def _advice(status: int) -> str:
