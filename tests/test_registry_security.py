@@ -254,16 +254,37 @@ def test_a_refused_login_or_an_unknown_ca_fails_the_write_before_any_task_in_one
     assert "s3cr3t" not in text and "s3cr3t" not in repr(failed.value)
 
 
-@pytest.mark.broker
-@pytest.mark.parametrize("problem", ["refused login", "unknown CA"])
-def test_tail_with_a_refused_login_or_an_unknown_ca_fails_in_one_line(broker, topic, problem, registry, tls_files,
-                                                                       tmp_path):
+def produced(broker, topic: str, registry: SchemaRegistryDouble, tls_files) -> None:
+    """ROWS in avro in ``topic``, their schemas in ``registry``."""
     create_topic(broker.bootstrap_servers, topic)
     producer = Producer({"bootstrap.servers": broker.bootstrap_servers})
     for key, value in sent(protocol_options("avro", "t", registry_options(WAYS[1], registry, tls_files.ca)), topic):
         producer.produce(topic, value, key)
     assert producer.flush(30) == 0
 
+
+@pytest.mark.spark
+@pytest.mark.broker
+def test_a_refused_login_fails_the_read_in_one_line(spark, broker, topic, registry, tls_files, tmp_path):
+    produced(broker, topic, registry, tls_files)
+    options = {**protocol_options("avro", topic, refused("refused login", WAYS[0], registry, tls_files, tmp_path)),
+               "topic": topic, "kafka.bootstrap.servers": broker.bootstrap_servers,
+               "kafka.isolation.level": broker.isolation}
+    with pytest.raises(Exception) as failed:
+        spark.read.format("ticdc").options(**options).load().collect()
+    text = str(failed.value)
+    [line] = {line for line in text.splitlines() if "ReadError: " in line}  # the same line from each attempt
+    assert re.search(f"schema registry {re.escape(shown(WAYS[0], registry))} failed looking up schema id [12]: "
+                     r"Unauthorized \(HTTP 401, error code 401\); check the credentials in schema-registry "
+                     r"\(user:password@host\) or schema-registry\.basic\.auth\.\*", line)
+    assert "s3cr3t" not in text
+
+
+@pytest.mark.broker
+@pytest.mark.parametrize("problem", ["refused login", "unknown CA"])
+def test_tail_with_a_refused_login_or_an_unknown_ca_fails_in_one_line(broker, topic, problem, registry, tls_files,
+                                                                       tmp_path):
+    produced(broker, topic, registry, tls_files)
     *lines, status = tail(broker, topic, "avro", refused(problem, WAYS[1], registry, tls_files, tmp_path))
     [line] = lines
     assert line.startswith("[ticdc-sink] error: ") and status == "exit 1"
