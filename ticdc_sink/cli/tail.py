@@ -6,7 +6,6 @@ import datetime as dt
 from typing import Iterable, Mapping
 
 from confluent_kafka import KafkaException
-from confluent_kafka.admin import AdminClient
 
 from ..codec import PROTOCOL_OPTIONS, decoder_for, recognition
 from ..codec.base import DDLEvent, Decoder, RowEvent, WatermarkEvent
@@ -14,6 +13,7 @@ from ..codec.shared.compression import compression_hint
 from ..codec.shared.schema_registry import RegistryOptions
 from ..ddl import ACTION_CODES
 from ..errors import DeliveryError, TiCDCSinkError
+from ..kafka import clients
 from ..kafka.client_log import ClientErrors
 from ..kafka.topic_reader import iter_messages
 from ..options import parse_options
@@ -119,7 +119,7 @@ def check_topic(bootstrap_servers: str, topic: str, timeout_seconds: float, erro
                 kafka_settings: Mapping[str, str] | None = None) -> None:
     """Fail in one line, within the timeout, when the brokers cannot be reached or the topic is missing."""
     try:
-        admin = AdminClient({**(kafka_settings or {}), "bootstrap.servers": bootstrap_servers, **errors.settings})
+        admin = clients.admin({**(kafka_settings or {}), "bootstrap.servers": bootstrap_servers, **errors.settings})
     except KafkaException as e:  # a setting librdkafka does not take; its message names it, not its value
         raise CommandError(f"-X: {e.args[0].str()}") from None
     try:

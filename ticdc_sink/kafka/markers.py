@@ -15,6 +15,7 @@ from confluent_kafka import KafkaError, KafkaException
 
 from ..config import SinkConfig
 from ..errors import ConfigError, DeliveryError
+from . import clients
 from .producer import KafkaOutput
 
 
@@ -54,9 +55,7 @@ def ensure_marker_topic(output: "KafkaOutput") -> None:
 
 def marker_consumer(output: "KafkaOutput", group: str):
     """A consumer of ``group``, whose committed offsets on the marker topic are its marker."""
-    from confluent_kafka import Consumer
-
-    return Consumer({**output.client_settings,
+    return clients.consumer({**output.client_settings,
                      "group.id": group, "enable.auto.commit": False, "isolation.level": "read_committed"})
 
 

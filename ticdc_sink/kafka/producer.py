@@ -17,11 +17,12 @@ import logging
 import time
 
 import pyarrow as pa
-from confluent_kafka import KafkaError, KafkaException, Producer
-from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import NewPartitions, NewTopic
 
 from ..config import SinkConfig
 from ..errors import ConfigError, DeliveryError, TiCDCSinkError
+from . import clients
 from .client_log import LIBRDKAFKA_LOG, ClientErrors, ProducerLog
 from .messages import Messages
 
@@ -82,7 +83,7 @@ def _cluster_metadata(config: SinkConfig):
     which of the settings to fix.
     """
     errors = ClientErrors()
-    admin = AdminClient({**client_settings(producer_settings(config)), **errors.settings})
+    admin = clients.admin({**client_settings(producer_settings(config)), **errors.settings})
     try:
         return admin.list_topics(timeout=config.broker_timeout_ms / 1000)
     except KafkaException as e:
@@ -121,7 +122,7 @@ class KafkaOutput:
         self._settings = {**producer_settings(config), **(extra_settings or {})}
         self._log = ProducerLog()
         self._client_errors = ClientErrors()
-        self._producer = Producer({**self._settings, "error_cb": self._client_errors, "logger": self._log})
+        self._producer = clients.producer({**self._settings, "error_cb": self._client_errors, "logger": self._log})
         self._partition_counts: dict[str, int] = {}
         self._failures: list[str] = []  # the first few failed deliveries, for the error
         self._failed = 0
@@ -187,7 +188,7 @@ class KafkaOutput:
             time.sleep(0.1)
 
     def _create(self, topic: str, partitions: int, option: str) -> None:
-        admin = AdminClient(self.client_settings)
+        admin = clients.admin(self.client_settings)
         future = admin.create_topics(
             [NewTopic(topic, num_partitions=partitions, replication_factor=self.config.replication_factor)],
             request_timeout=self.config.broker_timeout_ms / 1000,
@@ -207,7 +208,7 @@ class KafkaOutput:
 
     def grow(self, topic: str, partitions: int) -> None:
         """Give ``topic`` ``partitions`` partitions in all; raises KafkaException where the brokers refuse."""
-        admin = AdminClient(self.client_settings)
+        admin = clients.admin(self.client_settings)
         admin.create_partitions([NewPartitions(topic, partitions)],
                                 request_timeout=self.config.broker_timeout_ms / 1000)[topic].result()
         self._partition_counts.pop(topic, None)  # looked up again next time

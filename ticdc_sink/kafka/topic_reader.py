@@ -10,6 +10,7 @@ from typing import Iterator
 from confluent_kafka import KafkaError
 
 from ..errors import DeliveryError
+from . import clients
 
 _CONSUME_BATCH = 2000  # messages asked of librdkafka at once
 # The refusal of the consumer group that confluent-kafka requires and librdkafka looks up even for a consumer that
@@ -28,9 +29,9 @@ def iter_messages(bootstrap_servers: str, topic: str, idle_seconds: float = 5.0,
     arrived, quiet does not count: reading then stops only after
     ``timeout_seconds`` without a message, so a slow start loses nothing.
     """
-    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka import TopicPartition
 
-    consumer = Consumer({
+    consumer = clients.consumer({
         "bootstrap.servers": bootstrap_servers,
         "group.id": "ticdc-sink-reader",
         "enable.auto.commit": False,

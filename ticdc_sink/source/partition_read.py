@@ -19,12 +19,12 @@ from typing import Iterator
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from confluent_kafka import Consumer
 from pyspark.sql.datasource import InputPartition
 
 from ..codec import decoder_for, recognition
 from ..codec.base import DDLEvent, MessageColumns, RowEvent, WatermarkEvent
 from ..errors import ReadError
+from ..kafka import clients
 from ..kafka.producer import client_settings
 from ..kafka.topic_reader import iter_range_batches, reader_settings
 from .layout import ReadLayout, RowsBuilder
@@ -197,7 +197,7 @@ class _RangeRead:
 def read_range(layout: ReadLayout, part: KafkaRange) -> Iterator[pa.RecordBatch]:
     """The range's rows, as Arrow record batches of the read's schema."""
     read = _RangeRead(layout, part)
-    consumer = Consumer(reader_settings(client_settings(layout.config.consumer_settings)))
+    consumer = clients.consumer(reader_settings(client_settings(layout.config.consumer_settings)))
     try:
         chunk = []
         for messages in iter_range_batches(consumer, read.topic, read.partition, part.start, part.end,

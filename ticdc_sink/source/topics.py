@@ -13,12 +13,13 @@ import re
 from dataclasses import dataclass
 from typing import Iterator
 
-from confluent_kafka import Consumer, IsolationLevel, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient, OffsetSpec
+from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
+from confluent_kafka.admin import OffsetSpec
 
 from ..codec import decoder_for, recognition
 from ..codec.base import Decoder, WatermarkEvent
 from ..errors import ConfigError, DeliveryError, ReadError
+from ..kafka import clients
 from ..kafka.client_log import ClientErrors
 from ..kafka.producer import client_settings, unreachable
 from ..kafka.topic_reader import assign, iter_range, reader_settings
@@ -56,8 +57,8 @@ class TopicsView:
                            else IsolationLevel.READ_COMMITTED)
         self.consumer_settings = {**settings, "isolation.level": isolation}
         self._errors = ClientErrors()
-        self._admin = AdminClient({**settings, **self._errors.settings})
-        self._consumer = Consumer(reader_settings(self.consumer_settings))
+        self._admin = clients.admin({**settings, **self._errors.settings})
+        self._consumer = clients.consumer(reader_settings(self.consumer_settings))
 
     def close(self) -> None:
         self._consumer.close()
