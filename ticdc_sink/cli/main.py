@@ -20,6 +20,7 @@ from ..broker import BrokerError
 from ..codec import PROTOCOLS
 from ..errors import TiCDCSinkError
 from ..kafka.client_log import LIBRDKAFKA_LOG
+from ..kafka.token_callback import check as check_token_callback
 from .broker_command import run_broker
 from .demo import run_demo
 from .output import CommandError, complain
@@ -95,6 +96,8 @@ def main(argv: list[str] | None = None) -> int:
         logging.basicConfig(level=logging.INFO, format="%(name)s %(levelname)s: %(message)s")
     LIBRDKAFKA_LOG.setLevel(logging.NOTSET if args.verbose else _SILENT)
     try:
+        if args.command != "broker":
+            check_token_callback(dict(args.kafka_settings), prefix="-X ")  # before any client or Spark starts
         if args.command == "demo":
             return run_demo(args.protocol, args.bootstrap_servers, args.topic, args.schema_registry,
                             dict(args.options), dict(args.kafka_settings))

@@ -8,6 +8,8 @@ import time
 
 from confluent_kafka import KafkaError
 
+from .token_callback import explain
+
 # librdkafka logs a failing connection again on every retry; one line per problem is enough.
 _REPEAT_AFTER_SECONDS = 300
 
@@ -79,7 +81,7 @@ class ClientErrors:
     def __call__(self, error) -> None:
         if error.code() == KafkaError._ALL_BROKERS_DOWN:
             return
-        text = _ATTEMPT.sub("", error.str())
+        text = explain(_ATTEMPT.sub("", error.str()))
         if text not in self.distinct and len(self.distinct) < 5:
             self.distinct.append(text)
 

@@ -11,6 +11,7 @@ from confluent_kafka import KafkaError
 
 from ..errors import DeliveryError
 from . import clients
+from .token_callback import failure_note
 
 _CONSUME_BATCH = 2000  # messages asked of librdkafka at once
 # The refusal of the consumer group that confluent-kafka requires and librdkafka looks up even for a consumer that
@@ -131,7 +132,7 @@ def iter_range_batches(consumer, topic: str, partition: int, start: int, end: in
             raise DeliveryError(
                 f"reading {topic} partition {partition}: no message for {timeout_seconds:g} s at offset "
                 f"{max(position, start)}, short of the range's end {end}: check that the brokers are up "
-                f"(broker-timeout-ms bounds the wait)")
+                f"(broker-timeout-ms bounds the wait){failure_note()}")
 
 
 def _within(batch: list, end: int, topic: str, partition: int) -> tuple[list, bool]:

@@ -1,0 +1,64 @@
+"""Token callbacks the tests name in ``kafka.oauth_cb`` as ``tests.token_callbacks:<name>``: Spark's Python workers
+import them too (the repository is on their path, from the editable install).
+
+Their tokens say they are the tests' own: the tests look for them in logs and errors, where no token may show.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+TOKEN = "test-token-4719-never-shown"
+NOT_CALLABLE = "a string, not a function"
+calls: list[str | None] = []  # the sasl.oauthbearer.config of every call, in this process
+broken = False  # set by a test: calls from then on raise, as a token provider whose credentials ran out
+
+
+def token(oauth_config: str | None) -> tuple[str, float]:
+    calls.append(oauth_config)
+    if broken:
+        raise RuntimeError("the credentials ran out")
+    return TOKEN, time.time() + 3600
+
+
+def short_lived(oauth_config: str | None) -> tuple[str, float]:
+    """A token that librdkafka refreshes within a second or two."""
+    calls.append(oauth_config)
+    if broken:
+        raise RuntimeError("the credentials ran out")
+    return TOKEN, time.time() + 2
+
+
+def record_caller(oauth_config: str | None) -> tuple[str, float]:
+    """Appends who called to the file ``sasl.oauthbearer.config`` names (``file=PATH``): ``task`` within a Spark
+    task, else ``planning`` (the options' check)."""
+    from pyspark import TaskContext
+
+    path = dict(pair.split("=", 1) for pair in (oauth_config or "").split(","))["file"]
+    with open(path, "a") as calls_file:
+        calls_file.write(f"{os.getpid()} {'task' if TaskContext.get() is not None else 'planning'}\n")
+    return TOKEN, time.time() + 3600
+
+
+def raises(oauth_config: str | None) -> tuple[str, float]:
+    raise RuntimeError("Unable to locate credentials\n(the test's own)")
+
+
+def token_only(oauth_config: str | None) -> str:
+    return TOKEN
+
+
+def milliseconds(oauth_config: str | None) -> tuple[str, int]:
+    """What MSKAuthTokenProvider.generate_auth_token gives: the expiry in milliseconds."""
+    return TOKEN, int(time.time() * 1000) + 900_000
+
+
+def expired(oauth_config: str | None) -> tuple[str, float]:
+    return TOKEN, time.time() - 60
+
+
+class Provider:
+    @staticmethod
+    def token(oauth_config: str | None) -> tuple[str, float, str, dict]:
+        return TOKEN, time.time() + 3600, "ticdc-sink", {"traceId": "1"}
