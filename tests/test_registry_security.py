@@ -265,13 +265,19 @@ def produced(broker, topic: str, registry: SchemaRegistryDouble, tls_files) -> N
 
 @pytest.mark.spark
 @pytest.mark.broker
-def test_a_refused_login_fails_the_read_in_one_line(spark, broker, topic, registry, tls_files, tmp_path):
+@pytest.mark.parametrize("on_error", ["fail", "skip"])  # skip passes over a message, not a registry that refuses all
+@pytest.mark.parametrize("columns", ["learned", "given"])  # found by the driver, or met by the tasks
+def test_a_refused_login_fails_the_read_in_one_line(spark, broker, topic, registry, tls_files, tmp_path, on_error,
+                                                    columns):
     produced(broker, topic, registry, tls_files)
     options = {**protocol_options("avro", topic, refused("refused login", WAYS[0], registry, tls_files, tmp_path)),
                "topic": topic, "kafka.bootstrap.servers": broker.bootstrap_servers,
-               "kafka.isolation.level": broker.isolation}
+               "kafka.isolation.level": broker.isolation, "on-error": on_error}
+    reader = spark.read.format("ticdc").options(**options)
+    if columns == "given":
+        reader = reader.schema(TABLE)
     with pytest.raises(Exception) as failed:
-        spark.read.format("ticdc").options(**options).load().collect()
+        reader.load().collect()
     text = str(failed.value)
     [line] = {line for line in text.splitlines() if "ReadError: " in line}  # the same line from each attempt
     assert re.search(f"schema registry {re.escape(shown(WAYS[0], registry))} failed looking up schema id [12]: "

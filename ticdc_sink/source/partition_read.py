@@ -29,7 +29,7 @@ from ..kafka.producer import client_settings
 from ..kafka.topic_reader import iter_range_batches, reader_settings
 from .layout import ReadLayout, RowsBuilder
 from .topics import split_key
-from .undecodable import skipped_as, undecodable
+from .undecodable import skipped_as, stops_every_message, undecodable
 
 log = logging.getLogger(__name__)
 BATCH_ROWS = 10_000  # rows per Arrow record batch handed to Spark, where messages are decoded one by one
@@ -128,7 +128,7 @@ class _RangeRead:
             events = recognition.decode(self.decoder, message.key(), message.value())
         except Exception as e:
             what, fix = undecodable(self.config.sink.protocol, e, self.topic, self.partition, offset, message.value())
-            if self.config.on_error != "skip":
+            if self.config.on_error != "skip" or stops_every_message(e):
                 raise ReadError(f"{what}; {fix}") from None
             kind = skipped_as(e)
             if not self.counts[kind]:

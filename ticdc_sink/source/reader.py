@@ -29,7 +29,7 @@ from .layout import ReadLayout
 from .options import ReadConfig
 from .partition_read import KafkaRange, read_range
 from .topics import PartitionKey, TopicsView, WatermarkSearch, split_key
-from .undecodable import undecodable
+from .undecodable import stops_every_message, undecodable
 
 try:  # pyspark >= 4.2: read limits (admission control)
     from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
@@ -61,6 +61,9 @@ def find_layout(config: ReadConfig) -> ReadLayout:
                     events = recognition.decode(decoder, message.key(), message.value())
                 except Exception as e:
                     failure = failure or (e, *split_key(key), message.offset(), message.value())
+                    if stops_every_message(e):  # no later message would decode either
+                        what, fix = undecodable(config.sink.protocol, *failure)
+                        raise ReadError(f"{what}; {fix}") from None
                     continue
                 for event in events:
                     if not isinstance(event, RowEvent):

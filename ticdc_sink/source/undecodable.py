@@ -5,6 +5,13 @@ from __future__ import annotations
 
 from ..codec.recognition import NotOfProtocol
 from ..codec.shared.compression import compression_hint
+from ..codec.shared.schema_registry import SchemaRegistryFailure
+
+
+def stops_every_message(error: Exception) -> bool:
+    """A registry that refuses the login, is not trusted or does not answer: no message decodes until its
+    settings are fixed, so on-error=skip does not pass over it (it would read back nothing, and say little)."""
+    return isinstance(error, SchemaRegistryFailure) and not error.of_one_message
 
 
 def undecodable(protocol: str, error: Exception, topic: str, partition: int, offset: int,
@@ -12,6 +19,9 @@ def undecodable(protocol: str, error: Exception, topic: str, partition: int, off
     """(what is wrong with the message at ``offset``, what to do about it)."""
     if isinstance(error, NotOfProtocol):
         return f"topic {topic!r} partition {partition} offset {offset}: {error}", "check the protocol option"
+    if stops_every_message(error):
+        return (f"reading {topic} partition {partition} offset {offset}: {error}",
+                "every message needs the registry, so on-error=skip does not pass over this")
     return (f"cannot decode the {protocol} message at {topic} partition {partition} offset {offset}: {error}"
             f"{compression_hint(value)}", "check protocol and its options, or set on-error=skip to skip such "
                                           "messages")

@@ -50,7 +50,14 @@ class RegistryOptions(OptionGroup):
 
 
 class SchemaRegistryFailure(TiCDCSinkError):
-    """The registry refused a schema or could not be reached; the message is the registry's own."""
+    """The registry refused a schema or could not be reached; the message is the registry's own.
+
+    ``of_one_message``: the registry answered, and lacks the schema id one message names; any other failure
+    (a refused login, an untrusted certificate, no answer) stops every message alike."""
+
+    def __init__(self, message: str, of_one_message: bool = False):
+        super().__init__(message)
+        self.of_one_message = of_one_message
 
 
 def subject(topic: str, part: str) -> str:
@@ -199,21 +206,23 @@ class SchemaRegistry:
         """The schema registered under ``schema_id``."""
         if schema_id not in self._schemas:
             self._schemas[schema_id] = self._call(lambda: self._client.get_schema(schema_id).schema_str,
-                                                  f"looking up schema id {schema_id}")
+                                                  f"looking up schema id {schema_id}", names_a_schema=True)
         return self._schemas[schema_id]
 
     def check_reachable(self) -> None:
         """One request (the subject list), so that a wrong URL or credentials fail before any task."""
         self._call(self._client.get_subjects, "listing its subjects")
 
-    def _call(self, request, doing: str):
+    def _call(self, request, doing: str, names_a_schema: bool = False):
+        """``names_a_schema``: the request is for a schema id a message names, which the registry may lack."""
         schema_registry, httpx = _registry_client()
         try:
             return request()
         except schema_registry.SchemaRegistryError as e:
             raise SchemaRegistryFailure(
                 f"schema registry {self.where} failed {doing}: {e.error_message} (HTTP {e.http_status_code}, "
-                f"error code {e.error_code}){_advice(e.http_status_code)}") from None
+                f"error code {e.error_code}){_advice(e.http_status_code)}",
+                of_one_message=names_a_schema and e.http_status_code == 404) from None
         except httpx.TransportError as e:
             if _caused_by(e, ssl.SSLCertVerificationError):
                 raise SchemaRegistryFailure(
