@@ -33,7 +33,7 @@ sys.path.insert(0, str(TESTS))  # the shared test helpers (changefeed, shared_fi
 
 from backend import KAFKA_IMAGE, REGISTRY_IMAGE, chosen  # noqa: E402
 from shared_fixtures import (BrokerUnderTest, broker_that_goes_away, hides_aborted_transactions,  # noqa: E402,F401
-                             spark, topic, under_test)
+                             pytest_collection_modifyitems, spark, topic, under_test)
 
 
 @dataclass(frozen=True)

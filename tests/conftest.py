@@ -8,7 +8,7 @@ import os
 import pytest
 
 from shared_fixtures import (BrokerUnderTest, broker_that_goes_away, hides_aborted_transactions,  # noqa: F401
-                             spark, tls_files, topic, under_test)
+                             pytest_collection_modifyitems, spark, tls_files, topic, under_test)
 
 
 @pytest.fixture(scope="session")

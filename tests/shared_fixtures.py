@@ -124,6 +124,14 @@ def broker_that_goes_away(broker, hides_aborted_transactions):
         private.cluster.stop()
 
 
+def pytest_collection_modifyitems(items) -> None:
+    """A test that takes the Spark session is a Spark test whatever its module's marks say, so that ``-m spark``
+    (the lowest pyspark's run in .ci/run) and ``-m "not spark"`` (the quick run) select it by what it does."""
+    for item in items:
+        if "spark" in getattr(item, "fixturenames", ()) and item.get_closest_marker("spark") is None:
+            item.add_marker(pytest.mark.spark)
+
+
 @pytest.fixture(scope="session")
 def spark():
     # Spark's Python workers must run the interpreter that has the dependencies.
