@@ -8,11 +8,13 @@ so the clients run against a port nothing listens on.  The real-broker test is t
 from __future__ import annotations
 
 import ast
+import inspect
 import logging
 import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -46,8 +48,12 @@ def options(callback: str, bootstrap: str = "broker:9092", **extra) -> dict:
 @pytest.fixture(autouse=True)
 def fresh_callbacks(monkeypatch):
     monkeypatch.setattr(callbacks, "broken", False)
+    monkeypatch.setattr(callbacks, "stalled", False)
     monkeypatch.setattr(token_callback, "_last_failure", None)
     callbacks.calls.clear()
+    callbacks.release.clear()
+    yield
+    callbacks.release.set()  # the calls a test left waiting return (to a thread no one waits for any more)
 
 
 REFUSED = {
@@ -105,8 +111,8 @@ def test_each_client_has_its_first_token_when_its_constructor_returns(make, monk
     """confluent-kafka asks for the first token as it makes a client, and waits for it (about a second, its
     polling step): the first connection finds the token there, without a poll."""
     given = []
-    monkeypatch.setattr(clients, "with_callback", lambda settings: given.append(
-        token_callback.with_callback(settings)) or given[-1])
+    monkeypatch.setattr(clients, "with_callback", lambda settings, within: given.append(
+        token_callback.with_callback(settings, within)) or given[-1])
     settings = {"bootstrap.servers": closed_port(), "security.protocol": "SASL_PLAINTEXT",
                 "sasl.mechanism": "OAUTHBEARER", "oauth_cb": "tests.token_callbacks:token",
                 "sasl.oauthbearer.config": "region=eu-west-1", "log_level": 0}
@@ -166,6 +172,92 @@ def test_a_refresh_that_raises_later_fails_within_the_broker_timeout_naming_the_
     assert "Traceback" not in "".join(capfd.readouterr())
 
 
+def elapsed(action) -> tuple[float, BaseException | None]:
+    """How long ``action`` took, and what it raised."""
+    started = time.monotonic()
+    try:
+        action()
+    except BaseException as e:  # noqa: B036 (a test's own check)
+        return time.monotonic() - started, e
+    return time.monotonic() - started, None
+
+
+@pytest.mark.parametrize("parse", [parse_options, parse_read_options])
+def test_a_callback_that_never_returns_is_refused_on_the_driver_within_broker_timeout_ms(parse):
+    """A token service that does not answer (no timeout of its own) would hold the driver forever."""
+    took, error = elapsed(lambda: parse(options("hangs", **{"broker-timeout-ms": "1500"})))
+    assert isinstance(error, ConfigError)
+    assert str(error) == ("option 'kafka.oauth_cb': bad value 'tests.token_callbacks:hangs': no token within "
+                          "broker-timeout-ms=1500")
+    assert 1.5 <= took < 1.5 + 1
+    assert callbacks.calls == ["region=eu-west-1"]  # it was called, and is still waiting
+
+
+def test_the_driver_check_waits_for_a_slow_token_within_the_bound(monkeypatch):
+    """The bound is a timeout, not a delay: a token that comes in time is taken."""
+    monkeypatch.setattr(callbacks, "stalled", True)
+    threading.Timer(0.5, callbacks.release.set).start()  # the token service answers after half a second
+    took, error = elapsed(lambda: parse_options(options("token", **{"broker-timeout-ms": "3000"})))
+    assert error is None and 0.5 <= took < 3
+
+
+def test_a_tasks_clients_are_bounded_by_the_options_broker_timeout_ms(monkeypatch):
+    """The driver's check passed; then the node's token service stops answering: a task's producer, a read's admin
+    client and consumer fail within broker-timeout-ms instead of hanging the task."""
+    write = parse_options(options("token", closed_port(), **{"broker-timeout-ms": "1200"}))
+    read = parse_read_options(options("token", closed_port(), **{"broker-timeout-ms": "1200"}))
+    monkeypatch.setattr(callbacks, "stalled", True)
+    for make in (lambda: KafkaOutput(write), lambda: TopicsView(read)):
+        took, error = elapsed(make)
+        assert isinstance(error, ConfigError)
+        assert str(error) == ("option 'kafka.oauth_cb': bad value 'tests.token_callbacks:token': no token within "
+                              "broker-timeout-ms=1200")
+        assert 1.2 <= took < 1.2 + 1
+
+
+@pytest.mark.parametrize("make", [clients.producer, clients.consumer, clients.admin])
+def test_each_client_is_made_within_its_bound_or_refused(make):
+    settings = {"bootstrap.servers": closed_port(), "security.protocol": "SASL_PLAINTEXT",
+                "sasl.mechanism": "OAUTHBEARER", "oauth_cb": "tests.token_callbacks:hangs", "group.id": "g"}
+    took, error = elapsed(lambda: make(settings, token_callback.Within(1, "broker-timeout-ms=1000")))
+    assert isinstance(error, ConfigError)
+    assert str(error) == ("option 'kafka.oauth_cb': bad value 'tests.token_callbacks:hangs': no token within "
+                          "broker-timeout-ms=1000")
+    assert 1 <= took < 2
+    # A client made with no bound of its own (the embedded broker's probe) waits broker-timeout-ms's default.
+    assert inspect.signature(make).parameters["within"].default == token_callback.broker_timeout(30000)
+    assert parse_options(options("token")).broker_timeout_ms == 30000
+
+
+def test_a_refresh_that_never_returns_fails_within_the_bound_naming_it():
+    """A refresh is bounded as the first token is: librdkafka is told it failed, and the reason is kept for the
+    error the expired token leads to."""
+    callback = token_callback.TokenCallback("tests.token_callbacks:short_lived", "cfg",
+                                            token_callback.Within(1, "broker-timeout-ms=1000"))
+    assert callback("cfg")[0] == callbacks.TOKEN  # the first token, fetched as it was made
+    callbacks.stalled = True
+    took, error = elapsed(lambda: callback("cfg"))
+    assert isinstance(error, ConfigError) and 1 <= took < 2
+    assert token_callback.failure_note() == (" (the token callback failed: kafka.oauth_cb "
+                                             "'tests.token_callbacks:short_lived': no token within "
+                                             "broker-timeout-ms=1000)")
+
+
+def test_the_cli_refuses_a_callback_that_never_returns_within_timeout_seconds():
+    """tail's bound is its --timeout-seconds; the process ends, the callable's thread left waiting or not."""
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "ticdc_sink", "tail", "--bootstrap-servers", closed_port(),
+                           "--topic", "t", "--protocol", "canal-json", "--timeout-seconds", "1.5",
+                           "-X", "security.protocol=SASL_PLAINTEXT", "-X", "sasl.mechanism=OAUTHBEARER",
+                           "-X", "oauth_cb=tests.token_callbacks:hangs"],
+                          capture_output=True, text=True, timeout=60, cwd=Path(__file__).parents[1])
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == [
+        "[ticdc-sink] error: option '-X oauth_cb': bad value 'tests.token_callbacks:hangs': no token within "
+        "--timeout-seconds=1.5"]
+    assert time.monotonic() - started < 1.5 + 20  # the interpreter's start and imports, then the bound
+
+
 def test_the_cli_refuses_a_callback_in_one_line_naming_the_x_setting(tmp_path):
     settings = ["-X", "security.protocol=SASL_PLAINTEXT", "-X", "sasl.mechanism=OAUTHBEARER"]
     done = subprocess.run([sys.executable, "-m", "ticdc_sink", "tail", "--bootstrap-servers", closed_port(),
@@ -212,3 +304,26 @@ def test_each_task_imports_the_callback_in_its_own_python_worker(spark, tmp_path
     callers = dict(line.split() for line in calls.read_text().splitlines())
     assert "planning" in callers.values() and "task" in callers.values(), callers
     assert str(os.getpid()) not in callers  # none in this process: each imported it itself
+
+
+@pytest.mark.spark
+def test_a_task_whose_token_never_comes_fails_within_broker_timeout_ms(spark, tmp_path):
+    """The driver's check got a token; the tasks' calls never return: each attempt fails after broker-timeout-ms,
+    and the query with the option's line, instead of hanging."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    feed = tmp_path / "feed"
+    feed.mkdir()
+    pq.write_table(pa.table({"id": pa.array([1], pa.int32()), "name": ["a"]}), feed / "rows.parquet")
+    stream = spark.readStream.schema("id int, name string").parquet(str(feed))
+    query = (stream.writeStream.format("ticdc")
+             .options(**options("hangs_in_tasks", closed_port(), **{"broker-timeout-ms": "2000",
+                                                                    "delivery": "at-least-once"}))
+             .option("checkpointLocation", str(tmp_path / "checkpoint"))
+             .trigger(availableNow=True).start())
+    took, error = elapsed(query.awaitTermination)
+    assert error is not None
+    assert ("option 'kafka.oauth_cb': bad value 'tests.token_callbacks:hangs_in_tasks': no token within "
+            "broker-timeout-ms=2000") in str(error)
+    assert took < 60  # three attempts of two seconds each, and Spark's own work

@@ -7,16 +7,27 @@ Their tokens say they are the tests' own: the tests look for them in logs and er
 from __future__ import annotations
 
 import os
+import threading
 import time
 
 TOKEN = "test-token-4719-never-shown"
 NOT_CALLABLE = "a string, not a function"
 calls: list[str | None] = []  # the sasl.oauthbearer.config of every call, in this process
 broken = False  # set by a test: calls from then on raise, as a token provider whose credentials ran out
+stalled = False  # set by a test: calls from then on do not return, as a token service that never answers
+release = threading.Event()  # set as each test ends: the calls it left waiting return
+
+
+def _stall() -> None:
+    """Wait as a token service that does not answer, and has no timeout of its own: until the test ends (at most
+    ten minutes)."""
+    release.wait(600)
 
 
 def token(oauth_config: str | None) -> tuple[str, float]:
     calls.append(oauth_config)
+    if stalled:
+        _stall()
     if broken:
         raise RuntimeError("the credentials ran out")
     return TOKEN, time.time() + 3600
@@ -25,6 +36,8 @@ def token(oauth_config: str | None) -> tuple[str, float]:
 def short_lived(oauth_config: str | None) -> tuple[str, float]:
     """A token that librdkafka refreshes within a second or two."""
     calls.append(oauth_config)
+    if stalled:
+        _stall()
     if broken:
         raise RuntimeError("the credentials ran out")
     return TOKEN, time.time() + 2
@@ -43,6 +56,23 @@ def record_caller(oauth_config: str | None) -> tuple[str, float]:
 
 def raises(oauth_config: str | None) -> tuple[str, float]:
     raise RuntimeError("Unable to locate credentials\n(the test's own)")
+
+
+def hangs(oauth_config: str | None) -> tuple[str, float]:
+    """A callable that never returns (a token service that does not answer): the test's end releases it."""
+    calls.append(oauth_config)
+    _stall()
+    return TOKEN, time.time() + 3600
+
+
+def hangs_in_tasks(oauth_config: str | None) -> tuple[str, float]:
+    """A token for the options' check, none in a Spark task: a node whose token service does not answer.  The
+    executor's call sleeps ten minutes (no test in that process releases it)."""
+    from pyspark import TaskContext
+
+    if TaskContext.get() is not None:
+        time.sleep(600)
+    return TOKEN, time.time() + 3600
 
 
 def token_only(oauth_config: str | None) -> str:

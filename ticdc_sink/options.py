@@ -25,6 +25,7 @@ from .codec.shared.schema_registry import RegistryOptions
 from .config import (COMPRESSIONS, DELIVERY_MODES, DISPATCHERS, LARGE_MESSAGE_OPTIONS, LARGE_MESSAGE_PROTOCOLS,
                      ORDER_CHECKS, PROTOCOLS, SinkConfig, parse_protocol)
 from .errors import ConfigError, UnknownOptionError
+from .kafka.token_callback import broker_timeout
 from .kafka.token_callback import check as check_token_callback
 from .option_values import parse_bool, parse_choice
 from .redact import mask
@@ -243,7 +244,9 @@ def _build(values: dict[str, str], kafka: dict[str, str], registry: dict[str, st
             raise ConfigError(
                 f"kafka.{setting}", kafka[setting], "the sink always uses the idempotent producer with acks=all"
             )
-    check_token_callback(kafka)  # imported and called once here, on the driver: before any task
+    # Imported and called once here, on the driver, before any task; a callable that gives no token within
+    # broker-timeout-ms is refused.
+    check_token_callback(kafka, within=broker_timeout(shared.broker_timeout_ms))
     return SinkConfig(kafka_settings=tuple(sorted(kafka.items())), protocol_options=protocol_options, **parsed)
 
 

@@ -10,12 +10,13 @@ import tempfile
 import time
 from contextlib import contextmanager
 from decimal import Decimal
-from typing import Iterator
+from typing import Iterator, Mapping
 
 from ..broker import EmbeddedBroker
 from ..codec.open_protocol.frames import split_frame
 from ..codec.shared.schema_registry import SchemaRegistry, subject
 from ..kafka.client_log import ClientErrors
+from ..kafka.token_callback import DEFAULT_WITHIN, Within, broker_timeout
 from ..kafka.topic_reader import read_messages
 from ..schema_registry_double import SchemaRegistryDouble
 from ..table.spark_types import arrow_schema_of
@@ -171,6 +172,13 @@ def demo_registry(protocol: str, url: str | None) -> Iterator[str | None]:
         yield double.url
 
 
+def token_within(options: Mapping[str, str]) -> Within:
+    """How long the demo's token callback (``-X oauth_cb``) may take to give a token: its ``broker-timeout-ms``
+    (``-o``), as the sink's own clients take it; one the sink refuses leaves the default here."""
+    given = str(options.get("broker-timeout-ms", "")).strip()
+    return broker_timeout(int(given)) if given.isdigit() and int(given) > 0 else DEFAULT_WITHIN
+
+
 def run_demo(protocol: str, bootstrap_servers: str | None, topic: str, schema_registry: str | None = None,
              options: dict[str, str] | None = None, kafka_settings: dict[str, str] | None = None) -> int:
     """``options``: more of the ticdc format's options, for the write, the decoder and the read back alike;
@@ -232,7 +240,8 @@ def _demo(protocol: str, bootstrap_servers: str | None, topic: str, schema_regis
             raise CommandError(f"the write failed: {spark_failure(error)}") from None
         say(f"reading topic {topic!r} back, in partition order:")
         messages = read_messages(bootstrap_servers, topic, idle_seconds=3,
-                                 settings={**kafka_settings, **ClientErrors().settings})
+                                 settings={**kafka_settings, **ClientErrors().settings},
+                                 within=token_within(options))
         if not messages:
             raise CommandError(f"topic {topic!r} on {bootstrap_servers} has no messages")
         explain_topic(messages, protocol, schema_registry, options.get("large-message-handle-compression", "none"))

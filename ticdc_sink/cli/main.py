@@ -23,8 +23,10 @@ from ..kafka.client_log import LIBRDKAFKA_LOG
 from ..kafka.token_callback import check as check_token_callback
 from .broker_command import run_broker
 from .demo import run_demo
+from .demo import token_within as demo_token_within
 from .output import CommandError, complain
 from .tail import run_tail
+from .tail import token_within as tail_token_within
 
 # Above every level: without --verbose the CLI reports a client problem in one line of its own instead.
 _SILENT = logging.CRITICAL + 1
@@ -96,8 +98,10 @@ def main(argv: list[str] | None = None) -> int:
         logging.basicConfig(level=logging.INFO, format="%(name)s %(levelname)s: %(message)s")
     LIBRDKAFKA_LOG.setLevel(logging.NOTSET if args.verbose else _SILENT)
     try:
-        if args.command != "broker":
-            check_token_callback(dict(args.kafka_settings), prefix="-X ")  # before any client or Spark starts
+        if args.command != "broker":  # before any client or Spark starts, bounded as the command's clients
+            within = tail_token_within(args.timeout_seconds) if args.command == "tail" \
+                else demo_token_within(dict(args.options))
+            check_token_callback(dict(args.kafka_settings), prefix="-X ", within=within)
         if args.command == "demo":
             return run_demo(args.protocol, args.bootstrap_servers, args.topic, args.schema_registry,
                             dict(args.options), dict(args.kafka_settings))

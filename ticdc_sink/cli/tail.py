@@ -14,6 +14,7 @@ from ..codec.shared.schema_registry import RegistryOptions
 from ..ddl import ACTION_CODES
 from ..errors import DeliveryError, TiCDCSinkError
 from ..kafka import clients
+from ..kafka.token_callback import Within
 from ..kafka.client_log import ClientErrors
 from ..kafka.topic_reader import iter_messages
 from ..options import parse_options
@@ -115,11 +116,17 @@ def print_events(messages: Iterable, decoder: Decoder,
     return count
 
 
+def token_within(timeout_seconds: float) -> Within:
+    """How long tail's token callback (``-X oauth_cb``) may take to give a token: ``--timeout-seconds``."""
+    return Within(timeout_seconds, f"--timeout-seconds={timeout_seconds:g}")
+
+
 def check_topic(bootstrap_servers: str, topic: str, timeout_seconds: float, errors: ClientErrors,
                 kafka_settings: Mapping[str, str] | None = None) -> None:
     """Fail in one line, within the timeout, when the brokers cannot be reached or the topic is missing."""
     try:
-        admin = clients.admin({**(kafka_settings or {}), "bootstrap.servers": bootstrap_servers, **errors.settings})
+        admin = clients.admin({**(kafka_settings or {}), "bootstrap.servers": bootstrap_servers, **errors.settings},
+                              token_within(timeout_seconds))
     except KafkaException as e:  # a setting librdkafka does not take; its message names it, not its value
         raise CommandError(f"-X: {e.args[0].str()}") from None
     try:
@@ -165,7 +172,8 @@ def run_tail(bootstrap_servers: str, topic: str, protocol: str, idle_seconds: fl
     check_topic(bootstrap_servers, topic, timeout_seconds, errors, kafka_settings)
     isolation = "read_uncommitted" if read_uncommitted else "read_committed"
     messages = iter_messages(bootstrap_servers, topic, idle_seconds=idle_seconds, max_messages=max_messages,
-                             settings={**(kafka_settings or {}), **errors.settings, "isolation.level": isolation})
+                             settings={**(kafka_settings or {}), **errors.settings, "isolation.level": isolation},
+                             within=token_within(timeout_seconds))
     try:
         count = print_events(messages, decoder, enum_set_columns)
     except (DeliveryError, KafkaException) as e:

@@ -1,21 +1,22 @@
 """Every Kafka client the sink makes, made here: each gets its settings as librdkafka takes them, the token
-callback imported in place of its name (``token_callback.py``)."""
+callback imported in place of its name (``token_callback.py``), its tokens bounded by ``within`` (the caller's
+``broker-timeout-ms``, or ``tail``'s ``--timeout-seconds``)."""
 
 from __future__ import annotations
 
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient
 
-from .token_callback import with_callback
+from .token_callback import DEFAULT_WITHIN, Within, with_callback
 
 
-def producer(settings: dict[str, object]) -> Producer:
-    return Producer(with_callback(settings))
+def producer(settings: dict[str, object], within: Within = DEFAULT_WITHIN) -> Producer:
+    return Producer(with_callback(settings, within))
 
 
-def consumer(settings: dict[str, object]) -> Consumer:
-    return Consumer(with_callback(settings))
+def consumer(settings: dict[str, object], within: Within = DEFAULT_WITHIN) -> Consumer:
+    return Consumer(with_callback(settings, within))
 
 
-def admin(settings: dict[str, object]) -> AdminClient:
-    return AdminClient(with_callback(settings))
+def admin(settings: dict[str, object], within: Within = DEFAULT_WITHIN) -> AdminClient:
+    return AdminClient(with_callback(settings, within))

@@ -17,6 +17,7 @@ from ..config import SinkConfig
 from ..errors import ConfigError, DeliveryError
 from . import clients
 from .producer import KafkaOutput
+from .token_callback import broker_timeout
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,8 @@ def ensure_marker_topic(output: "KafkaOutput") -> None:
 def marker_consumer(output: "KafkaOutput", group: str):
     """A consumer of ``group``, whose committed offsets on the marker topic are its marker."""
     return clients.consumer({**output.client_settings,
-                     "group.id": group, "enable.auto.commit": False, "isolation.level": "read_committed"})
+                             "group.id": group, "enable.auto.commit": False, "isolation.level": "read_committed"},
+                            broker_timeout(output.config.broker_timeout_ms))
 
 
 # What the brokers refuse this login: no wait makes it pass.

@@ -25,6 +25,7 @@ from ..errors import ConfigError, DeliveryError, TiCDCSinkError
 from . import clients
 from .client_log import LIBRDKAFKA_LOG, ClientErrors, ProducerLog
 from .messages import Messages
+from .token_callback import broker_timeout
 
 log = logging.getLogger(__name__)
 _POLL_EVERY = 1000
@@ -83,7 +84,8 @@ def _cluster_metadata(config: SinkConfig):
     which of the settings to fix.
     """
     errors = ClientErrors()
-    admin = clients.admin({**client_settings(producer_settings(config)), **errors.settings})
+    admin = clients.admin({**client_settings(producer_settings(config)), **errors.settings},
+                          broker_timeout(config.broker_timeout_ms))
     try:
         return admin.list_topics(timeout=config.broker_timeout_ms / 1000)
     except KafkaException as e:
@@ -122,7 +124,8 @@ class KafkaOutput:
         self._settings = {**producer_settings(config), **(extra_settings or {})}
         self._log = ProducerLog()
         self._client_errors = ClientErrors()
-        self._producer = clients.producer({**self._settings, "error_cb": self._client_errors, "logger": self._log})
+        self._producer = clients.producer({**self._settings, "error_cb": self._client_errors, "logger": self._log},
+                                          broker_timeout(config.broker_timeout_ms))
         self._partition_counts: dict[str, int] = {}
         self._failures: list[str] = []  # the first few failed deliveries, for the error
         self._failed = 0
@@ -188,7 +191,7 @@ class KafkaOutput:
             time.sleep(0.1)
 
     def _create(self, topic: str, partitions: int, option: str) -> None:
-        admin = clients.admin(self.client_settings)
+        admin = clients.admin(self.client_settings, broker_timeout(self.config.broker_timeout_ms))
         future = admin.create_topics(
             [NewTopic(topic, num_partitions=partitions, replication_factor=self.config.replication_factor)],
             request_timeout=self.config.broker_timeout_ms / 1000,
@@ -208,7 +211,7 @@ class KafkaOutput:
 
     def grow(self, topic: str, partitions: int) -> None:
         """Give ``topic`` ``partitions`` partitions in all; raises KafkaException where the brokers refuse."""
-        admin = clients.admin(self.client_settings)
+        admin = clients.admin(self.client_settings, broker_timeout(self.config.broker_timeout_ms))
         admin.create_partitions([NewPartitions(topic, partitions)],
                                 request_timeout=self.config.broker_timeout_ms / 1000)[topic].result()
         self._partition_counts.pop(topic, None)  # looked up again next time

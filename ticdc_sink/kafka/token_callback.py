@@ -7,17 +7,24 @@ name with the other settings (nothing callable is pickled).  The import is cache
 confluent-kafka calls the callable with ``sasl.oauthbearer.config`` from a librdkafka thread as a client is made
 (the constructor waits up to 10 s for that token) and again before the token expires.  What the callable raises
 there it drops, telling librdkafka only "OAuth callback raised exception".  So a client's first token is fetched
-here, in the caller's thread, where a failure is one line at once instead of a 10 s wait, and a later failure's
-reason is kept for the error the expired token leads to.  No error or log line holds a token.
+here, for the caller, where a failure is one line at once instead of a 10 s wait, and a later failure's reason is
+kept for the error the expired token leads to.  Every call, the driver's check's too, is bounded (``Within``: the
+sink's ``broker-timeout-ms``, ``tail``'s ``--timeout-seconds``): a callable that never returns (a token service
+that does not answer, with no timeout of its own) fails in one line instead of holding the client, and the
+process, forever.  It runs in a daemon thread of its own, which is left behind where it does not return.  No error
+or log line holds a token.
 """
 
 from __future__ import annotations
 
 import functools
 import importlib
+import threading
 import time
+from dataclasses import dataclass
 from typing import Callable, Mapping
 
+from ..config import SinkConfig
 from ..errors import ConfigError
 
 SETTING = "oauth_cb"
@@ -33,9 +40,26 @@ _LAST_SECOND = 1e11
 _last_failure: str | None = None  # why this process's latest token refresh failed, until one succeeds
 
 
-def check(settings: Mapping[str, str], prefix: str = "kafka.") -> None:
-    """Refuse a token callback that cannot work before any client is made: one that is not importable, raises or
-    returns no token, or that librdkafka would never call (every client would wait 10 s for its token).
+@dataclass(frozen=True)
+class Within:
+    """How long the callable may take to give a token, and the setting that says so (for the error)."""
+
+    seconds: float
+    setting: str  # as the user gives it: "broker-timeout-ms=30000", "--timeout-seconds=10"
+
+
+def broker_timeout(milliseconds: int) -> Within:
+    """The bound of the sink's clients: its ``broker-timeout-ms``."""
+    return Within(milliseconds / 1000, f"broker-timeout-ms={milliseconds}")
+
+
+DEFAULT_WITHIN = broker_timeout(SinkConfig.broker_timeout_ms)  # where no broker-timeout-ms is given
+
+
+def check(settings: Mapping[str, str], prefix: str = "kafka.", within: Within = DEFAULT_WITHIN) -> None:
+    """Refuse a token callback that cannot work before any client is made: one that is not importable, raises,
+    returns no token or none ``within`` its bound, or that librdkafka would never call (every client would wait
+    10 s for its token).
 
     ``prefix`` is how the settings are given: ``kafka.`` (options) or ``-X `` (the command line).
     """
@@ -47,24 +71,26 @@ def check(settings: Mapping[str, str], prefix: str = "kafka.") -> None:
             or str(settings.get("security.protocol", "")).lower() not in ("sasl_ssl", "sasl_plaintext"):
         raise ConfigError(option, spec, f"librdkafka asks for a token only with {prefix}security.protocol=SASL_SSL "
                                         f"(or SASL_PLAINTEXT) and {prefix}sasl.mechanism=OAUTHBEARER")
-    _fetch(spec, settings.get(_CONFIG), option)
+    _fetch_within(spec, settings.get(_CONFIG), option, within)
 
 
-def with_callback(settings: dict[str, object]) -> dict[str, object]:
-    """``settings`` as a client takes them: the callable their ``oauth_cb`` names in its place."""
+def with_callback(settings: dict[str, object], within: Within = DEFAULT_WITHIN) -> dict[str, object]:
+    """``settings`` as a client takes them: the callable their ``oauth_cb`` names in its place, each token it gives
+    bounded by ``within``."""
     spec = settings.get(SETTING)
     if not isinstance(spec, str):
         return settings
-    return {**settings, SETTING: TokenCallback(spec, settings.get(_CONFIG))}
+    return {**settings, SETTING: TokenCallback(spec, settings.get(_CONFIG), within)}
 
 
 class TokenCallback:
-    """The named callable as one client's ``oauth_cb``: its first token fetched already, every token checked, and
-    the reason of a failed refresh kept."""
+    """The named callable as one client's ``oauth_cb``: its first token fetched already, every token checked and
+    bounded, and the reason of a failed refresh kept."""
 
-    def __init__(self, spec: str, oauth_config: str | None):
+    def __init__(self, spec: str, oauth_config: str | None, within: Within = DEFAULT_WITHIN):
         self.spec = spec
-        self._first: tuple | None = _fetch(spec, oauth_config, OPTION)
+        self.within = within
+        self._first: tuple | None = _fetch_within(spec, oauth_config, OPTION, within)
 
     def __call__(self, oauth_config: str | None) -> tuple:
         global _last_failure
@@ -72,7 +98,7 @@ class TokenCallback:
             token, self._first = self._first, None
             return token
         try:
-            token = _fetch(self.spec, oauth_config, OPTION)
+            token = _fetch_within(self.spec, oauth_config, OPTION, self.within)
         except ConfigError as e:
             _last_failure = f"{OPTION} {self.spec!r}: {e.allowed}"
             raise
@@ -114,6 +140,27 @@ def _imported(spec: str) -> Callable:
     if not callable(target):
         raise ValueError(f"{path} is a {type(target).__name__}, not a callable")
     return target
+
+
+def _fetch_within(spec: str, oauth_config: str | None, option: str, within: Within) -> tuple:
+    """``_fetch`` in a daemon thread of its own, waited for ``within`` its bound: a callable (or a module import)
+    that does not return by then is left running there, and refused."""
+    outcome: list = []
+
+    def fetch() -> None:
+        try:
+            outcome.append(_fetch(spec, oauth_config, option))
+        except BaseException as e:  # given to the caller below
+            outcome.append(e)
+
+    thread = threading.Thread(target=fetch, name=f"{OPTION} {spec}", daemon=True)
+    thread.start()
+    thread.join(within.seconds)
+    if not outcome:
+        raise ConfigError(option, spec, f"no token within {within.setting}")
+    if isinstance(outcome[0], BaseException):
+        raise outcome[0]
+    return outcome[0]
 
 
 def _fetch(spec: str, oauth_config: str | None, option: str) -> tuple:

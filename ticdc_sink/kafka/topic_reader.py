@@ -11,7 +11,7 @@ from confluent_kafka import KafkaError
 
 from ..errors import DeliveryError
 from . import clients
-from .token_callback import failure_note
+from .token_callback import DEFAULT_WITHIN, Within, failure_note
 
 _CONSUME_BATCH = 2000  # messages asked of librdkafka at once
 # The refusal of the consumer group that confluent-kafka requires and librdkafka looks up even for a consumer that
@@ -21,7 +21,7 @@ _GROUP_REFUSED = KafkaError.GROUP_AUTHORIZATION_FAILED
 
 def iter_messages(bootstrap_servers: str, topic: str, idle_seconds: float = 5.0,
                   max_messages: int | None = None, settings: dict | None = None,
-                  expect: int = 0, timeout_seconds: float = 60.0) -> Iterator:
+                  expect: int = 0, timeout_seconds: float = 60.0, within: Within = DEFAULT_WITHIN) -> Iterator:
     """The messages of ``topic`` from the beginning, as they arrive, without a consumer group.
 
     Reading stops after ``idle_seconds`` without a new message (or at
@@ -39,7 +39,7 @@ def iter_messages(bootstrap_servers: str, topic: str, idle_seconds: float = 5.0,
         "isolation.level": "read_committed",
         "auto.offset.reset": "earliest",
         **(settings or {}),
-    })
+    }, within)
     try:
         metadata = consumer.list_topics(timeout=30).topics.get(topic)
         if metadata is None or not metadata.partitions:
@@ -65,9 +65,10 @@ def iter_messages(bootstrap_servers: str, topic: str, idle_seconds: float = 5.0,
 
 
 def read_messages(bootstrap_servers: str, topic: str, idle_seconds: float = 5.0,
-                  max_messages: int | None = None, settings: dict | None = None, expect: int = 0) -> list:
+                  max_messages: int | None = None, settings: dict | None = None, expect: int = 0,
+                  within: Within = DEFAULT_WITHIN) -> list:
     """Every message of ``topic`` (see ``iter_messages``), in partition and offset order."""
-    messages = iter_messages(bootstrap_servers, topic, idle_seconds, max_messages, settings, expect)
+    messages = iter_messages(bootstrap_servers, topic, idle_seconds, max_messages, settings, expect, within=within)
     return sorted(messages, key=lambda m: (m.partition(), m.offset()))
 
 

@@ -26,6 +26,7 @@ from ..codec.base import DDLEvent, MessageColumns, RowEvent, WatermarkEvent
 from ..errors import ReadError
 from ..kafka import clients
 from ..kafka.producer import client_settings
+from ..kafka.token_callback import broker_timeout
 from ..kafka.topic_reader import iter_range_batches, reader_settings
 from .layout import ReadLayout, RowsBuilder
 from .topics import split_key
@@ -197,7 +198,8 @@ class _RangeRead:
 def read_range(layout: ReadLayout, part: KafkaRange) -> Iterator[pa.RecordBatch]:
     """The range's rows, as Arrow record batches of the read's schema."""
     read = _RangeRead(layout, part)
-    consumer = clients.consumer(reader_settings(client_settings(layout.config.consumer_settings)))
+    consumer = clients.consumer(reader_settings(client_settings(layout.config.consumer_settings)),
+                                broker_timeout(layout.config.sink.broker_timeout_ms))
     try:
         chunk = []
         for messages in iter_range_batches(consumer, read.topic, read.partition, part.start, part.end,

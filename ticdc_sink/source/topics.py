@@ -20,6 +20,7 @@ from ..codec import decoder_for, recognition
 from ..codec.base import Decoder, WatermarkEvent
 from ..errors import ConfigError, DeliveryError, ReadError
 from ..kafka import clients
+from ..kafka.token_callback import broker_timeout
 from ..kafka.client_log import ClientErrors
 from ..kafka.producer import client_settings, unreachable
 from ..kafka.topic_reader import assign, iter_range, reader_settings
@@ -57,8 +58,9 @@ class TopicsView:
                            else IsolationLevel.READ_COMMITTED)
         self.consumer_settings = {**settings, "isolation.level": isolation}
         self._errors = ClientErrors()
-        self._admin = clients.admin({**settings, **self._errors.settings})
-        self._consumer = clients.consumer(reader_settings(self.consumer_settings))
+        within = broker_timeout(config.sink.broker_timeout_ms)
+        self._admin = clients.admin({**settings, **self._errors.settings}, within)
+        self._consumer = clients.consumer(reader_settings(self.consumer_settings), within)
 
     def close(self) -> None:
         self._consumer.close()
