@@ -23,7 +23,11 @@ drops a row that comes again after its partition's watermark.
    ``oauth_server.py``'s token endpoint), the CA as PEM text;
 4. a TiCDC ``sink-uri`` (``sasl-user``, ``sasl-password``, ``sasl-mechanism=SCRAM-SHA-512``,
    ``enable-tls``, ``ca``, ``cert``, ``key``: files) on SASL_SSL SCRAM brokers that also
-   require a client certificate; ``tail`` takes the same as ``-X`` settings.
+   require a client certificate; ``tail`` takes the same as ``-X`` settings;
+5. SASL_SSL, OAUTHBEARER by a token callback, ``kafka.oauth_cb=integration.oauth_callbacks:client_credentials``
+   (``-X oauth_cb=...`` for ``tail``): each process imports it and fetches its tokens from the same endpoint,
+   named in ``kafka.sasl.oauthbearer.config``; the CA as PEM text;
+6. SASL_SSL, PLAIN (as Confluent Cloud and Azure Event Hubs take their logins), the CA as PEM text.
 
 Without ``java`` and ``mvn`` the tests skip, saying so.
 
@@ -43,12 +47,15 @@ import pytest
 
 from exactly_once_checks import BASE_TS, KEYS, STEPS, new_run, sink_options, start_query, watermark_of
 from test_kafka_server_security import LOGIN, started
+from ticdc_sink.errors import ConfigError
+from ticdc_sink.options import parse_options
 
 pytestmark = [pytest.mark.spark]
 
 QUERY_SECONDS = 240  # the four micro-batches take ~10 s; a client that cannot log in fails them within ~1 min
 TAIL_SECONDS = 120
-SECRETS = ("sasl.password", "sasl.oauthbearer.client.secret", "ssl.key.pem")  # never printed by tail
+SECRETS = ("sasl.password", "sasl.oauthbearer.client.secret", "ssl.key.pem",  # never printed by tail
+           "sasl.oauthbearer.config")
 
 
 @dataclass(frozen=True)
@@ -236,11 +243,38 @@ class TestSinkUriScramOverTlsWithAClientCertificate(SecuredRoundTrip):
         return {k: v for k, v in kafka.client_settings.items() if k != "bootstrap.servers"}
 
 
-# -- 5. OAUTHBEARER by a token callback: kafka.oauth_cb=module:function (issue 39, to come) ---------------------------
-# Not yet: the option is being added to the product (ticdc_sink/kafka/token_callback.py).  Its class goes here,
-# a SecuredRoundTrip on a cluster like TestOAuthBearerOidcOverTls's ({"tls": True, "sasl_oauthbearer": LOGIN}) whose
-# security is {"security.protocol": "SASL_SSL", "ssl.ca.pem": ..., "sasl.mechanism": "OAUTHBEARER",
-# "oauth_cb": "<an importable module>:<function>"} with no sasl.oauthbearer.method: the function returns
-# oauth_server.fetch_token(<token endpoint>, *LOGIN), the endpoint and login reaching it through
-# "sasl.oauthbearer.config" (confluent-kafka's argument to the callback), since every executor's Python worker
-# imports the function by name.  tail takes the same as -X oauth_cb=... .
+class TestOAuthBearerTokenCallbackOverTls(SecuredRoundTrip):
+    """5. SASL_SSL, OAUTHBEARER by a token callback: ``kafka.oauth_cb`` names ``oauth_callbacks.client_credentials``,
+    which every process making a client (the driver, each Python worker, ``tail``) imports by name and which
+    fetches a client_credentials token from the cluster's token endpoint; the endpoint and the login reach it in
+    ``kafka.sasl.oauthbearer.config``.  No ``sasl.oauthbearer.method``: librdkafka's only token is the callback's."""
+
+    cluster = {"tls": True, "sasl_oauthbearer": LOGIN}
+
+    def security(self, kafka) -> dict:
+        return {"security.protocol": "SASL_SSL", "ssl.ca.pem": pem(kafka.ca), "sasl.mechanism": "OAUTHBEARER",
+                "oauth_cb": "integration.oauth_callbacks:client_credentials",
+                "sasl.oauthbearer.config": f"token_url={kafka.token_endpoint},client_id={LOGIN[0]},"
+                                           f"client_secret={LOGIN[1]}"}
+
+    def test_a_refused_client_secret_fails_on_the_driver_in_one_line(self, kafka):
+        """The token endpoint refuses the login: the driver's check says so before any client, in one line."""
+        options = {**{f"kafka.{name}": value for name, value in self.security(kafka).items()},
+                   "kafka.sasl.oauthbearer.config": f"token_url={kafka.token_endpoint},client_id={LOGIN[0]},"
+                                                    "client_secret=not-the-secret",
+                   "kafka.bootstrap.servers": kafka.bootstrap_servers, "protocol": "canal-json", "topic": "t"}
+        with pytest.raises(ConfigError) as error:
+            parse_options(options)
+        assert str(error.value) == ("option 'kafka.oauth_cb': bad value 'integration.oauth_callbacks:client_credentials'"
+                                    ": calling it raised HTTPError: HTTP Error 401: Unauthorized")
+
+
+class TestPlainOverTlsWithTheCaAsPemText(SecuredRoundTrip):
+    """6. SASL_SSL, PLAIN (Confluent Cloud's API key and secret, Azure Event Hubs' connection string), the CA as
+    PEM text."""
+
+    cluster = {"tls": True, "sasl_plain": LOGIN}
+
+    def security(self, kafka) -> dict:
+        return {"security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN",
+                "sasl.username": LOGIN[0], "sasl.password": LOGIN[1], "ssl.ca.pem": pem(kafka.ca)}
