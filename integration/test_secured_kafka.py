@@ -265,8 +265,9 @@ class TestOAuthBearerTokenCallbackOverTls(SecuredRoundTrip):
                    "kafka.bootstrap.servers": kafka.bootstrap_servers, "protocol": "canal-json", "topic": "t"}
         with pytest.raises(ConfigError) as error:
             parse_options(options)
-        assert str(error.value) == ("option 'kafka.oauth_cb': bad value 'integration.oauth_callbacks:client_credentials'"
-                                    ": calling it raised HTTPError: HTTP Error 401: Unauthorized")
+        assert str(error.value) == ("option 'kafka.oauth_cb': bad value "
+                                    "'integration.oauth_callbacks:client_credentials': calling it raised HTTPError: "
+                                    "HTTP Error 401: Unauthorized")
 
 
 class TestPlainOverTlsWithTheCaAsPemText(SecuredRoundTrip):
