@@ -48,7 +48,9 @@ The files live in the temporary folder and go with it.
 with it and kills, pauses and restarts its nodes, and its ``client_settings`` are
 librdkafka's settings for whichever security it was given.  It can also accept
 further logins of its SASL mechanism (``users``) and authorize every request by
-Kafka's ACLs (``acls``), the SASL login being a super user.
+Kafka's ACLs (``acls``), the SASL login being a super user.  For the failures a client must
+report, its TLS brokers can also present a certificate that expired (``tls_server_certificate="expired"``) or
+that names another host (``"other-host"``), which clients with ``client_settings`` refuse.
 """
 
 from __future__ import annotations
@@ -180,6 +182,8 @@ class KafkaCluster:
     tls_client_auth: bool = field(default=False, kw_only=True)  # TLS requiring a client certificate
     sasl_scram: tuple[str, str] | None = field(default=None, kw_only=True)  # (user, password): SCRAM-SHA-512
     sasl_oauthbearer: tuple[str, str] | None = field(default=None, kw_only=True)  # (client id, secret): tokens
+    # The brokers' certificate (certificates.py): "loopback", or one clients refuse, "expired" or "other-host"
+    tls_server_certificate: str = field(default="loopback", kw_only=True)
     startup_timeout: float = 60.0
     nodes: list[Node] = field(default_factory=list)
     directory: Path | None = None
@@ -187,7 +191,7 @@ class KafkaCluster:
     token_server: TokenServer | None = field(default=None, init=False)  # while running with OAUTHBEARER
 
     def __post_init__(self) -> None:
-        self.tls = self.tls or self.tls_client_auth
+        self.tls = self.tls or self.tls_client_auth or self.tls_server_certificate != "loopback"
 
     @property
     def sasl_mechanism(self) -> str | None:
@@ -276,7 +280,8 @@ class KafkaCluster:
         if self.sasl_scram and any("," in part or '"' in part for login in self._logins().items() for part in login):
             raise KafkaServerError('SCRAM logins cannot hold "," or \'"\' (Kafka\'s storage tool splits on them)')
         if self.tls:
-            self.tls_files = make_tls_files(self.directory / "tls", client=self.tls_client_auth)
+            self.tls_files = make_tls_files(self.directory / "tls", client=self.tls_client_auth,
+                                            server=self.tls_server_certificate)
         if self.sasl_oauthbearer:
             self.token_server = TokenServer(self._logins(), _HOST).start()
         count, replicas = self.brokers, min(self.brokers, 3)
@@ -376,7 +381,9 @@ class KafkaCluster:
         from confluent_kafka.admin import AdminClient
 
         deadline = time.monotonic() + (timeout or self.startup_timeout)
-        admin = AdminClient({**self.client_settings, "log_level": 0, "logger": _quiet()})
+        # A certificate made to be refused is not checked here: the brokers' answer is.
+        unchecked = {"enable.ssl.certificate.verification": False} if self.tls_server_certificate != "loopback" else {}
+        admin = AdminClient({**self.client_settings, **unchecked, "log_level": 0, "logger": _quiet()})
         expected = {n.node_id for n in self.nodes if n.running}
         while True:
             for node in self.nodes:

@@ -4,7 +4,8 @@ Made fresh at each start with ``cryptography`` (no keytool keystores, no passwor
 trust stores directly (``ssl.keystore.type=PEM``), and librdkafka reads the same files, as do Python's ``ssl``
 and so the Schema Registry test double and its clients (``tls_files`` fixture).  The server's certificate names
 both ways a client may dial loopback (IP 127.0.0.1 and DNS localhost), so clients keep their default hostname
-verification.
+verification.  For the failures a client must report, the server's certificate can instead be expired, or name
+another host only (``server=``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,10 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 _VALID_FOR = datetime.timedelta(days=2)
+# The server certificates make_tls_files can make: for loopback, for loopback but expired a day ago, for a host that
+# is not loopback.
+SERVER_CERTIFICATES = ("loopback", "expired", "other-host")
+OTHER_HOST = "kafka.example.com"
 
 
 @dataclass(frozen=True)
@@ -30,18 +35,27 @@ class TlsFiles:
     client_key: Path | None = None  # unencrypted
 
 
-def make_tls_files(directory: Path, client: bool = False) -> TlsFiles:
-    """A new CA and a server certificate for loopback in ``directory``; with ``client``, a client's too."""
+def make_tls_files(directory: Path, client: bool = False, server: str = "loopback") -> TlsFiles:
+    """A new CA and a server certificate in ``directory``; with ``client``, a client's too.
+
+    ``server``: ``loopback`` (valid, naming 127.0.0.1 and localhost), ``expired`` (the same, but its validity
+    ended a day ago) or ``other-host`` (valid, naming ``OTHER_HOST`` only).
+    """
+    if server not in SERVER_CERTIFICATES:
+        raise ValueError(f"server={server!r}: choose one of {', '.join(SERVER_CERTIFICATES)}")
     directory.mkdir(parents=True, exist_ok=True)
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca = _certificate("ticdc-sink test CA", ca_key.public_key(), ca_key, None, ca=True)
     server_key = ec.generate_private_key(ec.SECP256R1())
-    server = _certificate("localhost", server_key.public_key(), ca_key, ca, ca=False,
-                          names=[x509.IPAddress(ipaddress.ip_address("127.0.0.1")), x509.DNSName("localhost")],
-                          usage=ExtendedKeyUsageOID.SERVER_AUTH)
+    names = [x509.DNSName(OTHER_HOST)] if server == "other-host" else \
+        [x509.IPAddress(ipaddress.ip_address("127.0.0.1")), x509.DNSName("localhost")]
+    now = datetime.datetime.now(datetime.timezone.utc)
+    validity = (now - datetime.timedelta(days=3), now - datetime.timedelta(days=1)) if server == "expired" else None
+    certificate = _certificate(OTHER_HOST if server == "other-host" else "localhost", server_key.public_key(), ca_key,
+                               ca, ca=False, names=names, usage=ExtendedKeyUsageOID.SERVER_AUTH, validity=validity)
     files = TlsFiles(directory / "ca.pem", directory / "server.pem")
     files.ca.write_bytes(_pem(ca))
-    files.server_keystore.write_bytes(_key_pem(server_key) + _pem(server) + _pem(ca))
+    files.server_keystore.write_bytes(_key_pem(server_key) + _pem(certificate) + _pem(ca))
     if client:
         client_key = ec.generate_private_key(ec.SECP256R1())
         certificate = _certificate("ticdc-sink-client", client_key.public_key(), ca_key, ca, ca=False,
@@ -53,13 +67,15 @@ def make_tls_files(directory: Path, client: bool = False) -> TlsFiles:
 
 
 def _certificate(common_name: str, public_key, signing_key, issuer: x509.Certificate | None, *, ca: bool,
-                 names: list | None = None, usage=None) -> x509.Certificate:
+                 names: list | None = None, usage=None,
+                 validity: tuple[datetime.datetime, datetime.datetime] | None = None) -> x509.Certificate:
     subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
     now = datetime.datetime.now(datetime.timezone.utc)
+    not_before, not_after = validity or (now - datetime.timedelta(minutes=5), now + _VALID_FOR)
     builder = (x509.CertificateBuilder().subject_name(subject)
                .issuer_name(issuer.subject if issuer else subject)
                .public_key(public_key).serial_number(x509.random_serial_number())
-               .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + _VALID_FOR)
+               .not_valid_before(not_before).not_valid_after(not_after)
                .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
                .add_extension(x509.SubjectKeyIdentifier.from_public_key(public_key), critical=False)
                .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(signing_key.public_key()),
