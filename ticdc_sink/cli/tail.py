@@ -134,7 +134,8 @@ def check_topic(bootstrap_servers: str, topic: str, timeout_seconds: float, erro
     except KafkaException as e:
         admin.poll(0)  # serves error_cb: the connection errors behind the failure
         raise CommandError(
-            f"cannot reach Kafka at {bootstrap_servers} within {timeout_seconds:g} s ({errors.cause(e.args[0])}); "
+            f"cannot reach Kafka at {bootstrap_servers} within {timeout_seconds:g} s "
+            f"({errors.cause(e.args[0], kafka_settings or {})}); "
             "check --bootstrap-servers, or start a broker with: python -m ticdc_sink broker") from None
     if topic not in topics:
         raise CommandError(f"topic {topic!r} does not exist on {bootstrap_servers}")
@@ -168,7 +169,7 @@ def run_tail(bootstrap_servers: str, topic: str, protocol: str, idle_seconds: fl
     except TypeSyntaxError as e:
         raise CommandError(f"--column-types: {e}") from None
     decoder = protocol_decoder(protocol, schema_registry, options)
-    errors = ClientErrors()
+    errors = ClientErrors(named="-X ")
     check_topic(bootstrap_servers, topic, timeout_seconds, errors, kafka_settings)
     isolation = "read_uncommitted" if read_uncommitted else "read_committed"
     messages = iter_messages(bootstrap_servers, topic, idle_seconds=idle_seconds, max_messages=max_messages,

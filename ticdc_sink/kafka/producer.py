@@ -112,8 +112,8 @@ def unreachable(config: SinkConfig, error, errors: ClientErrors) -> str:
     """The line of brokers that did not answer within broker-timeout-ms (a write's, a read's): which, what the
     client ran into, and what to do."""
     return (f"cannot reach the Kafka brokers {config.bootstrap_servers} within broker-timeout-ms="
-            f"{config.broker_timeout_ms} ({errors.cause(error)}): check kafka.bootstrap.servers, the network and "
-            "the security settings, or raise broker-timeout-ms")
+            f"{config.broker_timeout_ms} ({errors.cause(error, config.kafka)}): check kafka.bootstrap.servers, the "
+            "network and the security settings, or raise broker-timeout-ms")
 
 
 class KafkaOutput:
@@ -122,8 +122,8 @@ class KafkaOutput:
     def __init__(self, config: SinkConfig, extra_settings: dict[str, object] | None = None):
         self.config = config
         self._settings = {**producer_settings(config), **(extra_settings or {})}
-        self._log = ProducerLog()
         self._client_errors = ClientErrors()
+        self._log = ProducerLog(self._client_errors)
         self._producer = clients.producer({**self._settings, "error_cb": self._client_errors, "logger": self._log},
                                           broker_timeout(config.broker_timeout_ms))
         self._partition_counts: dict[str, int] = {}
