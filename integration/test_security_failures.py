@@ -314,9 +314,10 @@ def test_tail_fails_with_one_error_line_and_nothing_else(outcome):
     failed = outcomes["tail"]
     assert failed.failed, failed.stdout
     cause = case.cause(kafka.bootstrap_servers, "-X ")
+    hint = ("check --bootstrap-servers and the -X security settings" if security else
+            "check --bootstrap-servers, or start a broker with: python -m ticdc_sink broker")
     assert failed.text == (f"[ticdc-sink] error: cannot reach Kafka at {kafka.bootstrap_servers} within "
-                           f"{TIMEOUT_MS / 1000:g} s ({cause}); check --bootstrap-servers, or start a broker with: "
-                           "python -m ticdc_sink broker\n")
+                           f"{TIMEOUT_MS / 1000:g} s ({cause}); {hint}\n")
     assert failed.stdout == ""
     assert_within_the_timeout(failed)
     assert not [secret for secret in secrets(security) if secret in failed.text + failed.stdout]

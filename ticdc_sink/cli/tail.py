@@ -121,6 +121,13 @@ def token_within(timeout_seconds: float) -> Within:
     return Within(timeout_seconds, f"--timeout-seconds={timeout_seconds:g}")
 
 
+def _reach_hint(kafka_settings: Mapping[str, str]) -> str:
+    """What to check when no broker answered: a secured cluster's settings, or whether a broker runs at all."""
+    if any(key.startswith(("security.", "sasl.", "ssl.")) for key in kafka_settings):
+        return "check --bootstrap-servers and the -X security settings"
+    return "check --bootstrap-servers, or start a broker with: python -m ticdc_sink broker"
+
+
 def check_topic(bootstrap_servers: str, topic: str, timeout_seconds: float, errors: ClientErrors,
                 kafka_settings: Mapping[str, str] | None = None) -> None:
     """Fail in one line, within the timeout, when the brokers cannot be reached or the topic is missing."""
@@ -135,8 +142,7 @@ def check_topic(bootstrap_servers: str, topic: str, timeout_seconds: float, erro
         admin.poll(0)  # serves error_cb: the connection errors behind the failure
         raise CommandError(
             f"cannot reach Kafka at {bootstrap_servers} within {timeout_seconds:g} s "
-            f"({errors.cause(e.args[0], kafka_settings or {})}); "
-            "check --bootstrap-servers, or start a broker with: python -m ticdc_sink broker") from None
+            f"({errors.cause(e.args[0], kafka_settings or {})}); {_reach_hint(kafka_settings or {})}") from None
     if topic not in topics:
         raise CommandError(f"topic {topic!r} does not exist on {bootstrap_servers}")
 
