@@ -70,10 +70,11 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from oauth_server import AUDIENCE, ISSUER, TokenServer
-
-# The certificate maker is the unit tests' too; appended, so that no module of tests/ shadows one found before.
-sys.path.append(str(Path(__file__).resolve().parents[1] / "tests"))
+# Its sibling (found by name also where tests/shared_fixtures.py loads this file by its path) and the certificate
+# maker, which the unit tests share; appended, so that neither folder shadows a module found before.
+_HERE = Path(__file__).resolve().parent
+sys.path.extend(str(folder) for folder in (_HERE, _HERE.parent / "tests"))
+from oauth_server import AUDIENCE, ISSUER, TokenServer  # noqa: E402
 from certificates import TlsFiles, make_tls_files  # noqa: E402
 
 KAFKA_VERSION = "4.1.1"
