@@ -243,14 +243,19 @@ def test_a_refresh_that_never_returns_fails_within_the_bound_naming_it():
                                              "broker-timeout-ms=1000)")
 
 
+def tail_with_callback(function: str, *arguments: str) -> subprocess.CompletedProcess:
+    """``tail`` against a closed port, logging in by OAUTHBEARER with ``tests.token_callbacks``' ``function``."""
+    return subprocess.run([sys.executable, "-m", "ticdc_sink", "tail", "--bootstrap-servers", closed_port(),
+                           "--topic", "t", "--protocol", "canal-json", *arguments,
+                           "-X", "security.protocol=SASL_PLAINTEXT", "-X", "sasl.mechanism=OAUTHBEARER",
+                           "-X", f"oauth_cb=tests.token_callbacks:{function}"],
+                          capture_output=True, text=True, timeout=60, cwd=Path(__file__).parents[1])
+
+
 def test_the_cli_refuses_a_callback_that_never_returns_within_timeout_seconds():
     """tail's bound is its --timeout-seconds; the process ends, the callable's thread left waiting or not."""
     started = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "ticdc_sink", "tail", "--bootstrap-servers", closed_port(),
-                           "--topic", "t", "--protocol", "canal-json", "--timeout-seconds", "1.5",
-                           "-X", "security.protocol=SASL_PLAINTEXT", "-X", "sasl.mechanism=OAUTHBEARER",
-                           "-X", "oauth_cb=tests.token_callbacks:hangs"],
-                          capture_output=True, text=True, timeout=60, cwd=Path(__file__).parents[1])
+    done = tail_with_callback("hangs", "--timeout-seconds", "1.5")
     assert done.returncode == 1
     assert done.stderr.splitlines() == [
         "[ticdc-sink] error: option '-X oauth_cb': bad value 'tests.token_callbacks:hangs': no token within "
@@ -259,11 +264,7 @@ def test_the_cli_refuses_a_callback_that_never_returns_within_timeout_seconds():
 
 
 def test_the_cli_refuses_a_callback_in_one_line_naming_the_x_setting(tmp_path):
-    settings = ["-X", "security.protocol=SASL_PLAINTEXT", "-X", "sasl.mechanism=OAUTHBEARER"]
-    done = subprocess.run([sys.executable, "-m", "ticdc_sink", "tail", "--bootstrap-servers", closed_port(),
-                           "--topic", "t", "--protocol", "canal-json", *settings,
-                           "-X", "oauth_cb=tests.token_callbacks:raises"],
-                          capture_output=True, text=True, timeout=60, cwd=Path(__file__).parents[1])
+    done = tail_with_callback("raises")
     assert done.returncode == 1
     assert done.stderr.splitlines() == [
         "[ticdc-sink] error: option '-X oauth_cb': bad value 'tests.token_callbacks:raises': calling it raised "

@@ -24,23 +24,22 @@ def _stall() -> None:
     release.wait(600)
 
 
-def token(oauth_config: str | None) -> tuple[str, float]:
+def _token_for(oauth_config: str | None, lifetime: float) -> tuple[str, float]:
     calls.append(oauth_config)
     if stalled:
         _stall()
     if broken:
         raise RuntimeError("the credentials ran out")
-    return TOKEN, time.time() + 3600
+    return TOKEN, time.time() + lifetime
+
+
+def token(oauth_config: str | None) -> tuple[str, float]:
+    return _token_for(oauth_config, 3600)
 
 
 def short_lived(oauth_config: str | None) -> tuple[str, float]:
     """A token that librdkafka refreshes within a second or two."""
-    calls.append(oauth_config)
-    if stalled:
-        _stall()
-    if broken:
-        raise RuntimeError("the credentials ran out")
-    return TOKEN, time.time() + 2
+    return _token_for(oauth_config, 2)
 
 
 def record_caller(oauth_config: str | None) -> tuple[str, float]:
