@@ -44,11 +44,10 @@ try:
 except ImportError:  # optional: the baseline then uses json.dumps only
     orjson = None
 
+from feed import DATABASE, TABLE
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, WriterCommitMessage
-
-from feed import DATABASE, TABLE
 
 ANY_PARTITION = -1  # confluent-kafka's "the partitioner decides"
 
@@ -420,10 +419,11 @@ class SimpleTableIdentity:
 
     @classmethod
     def of_the_sink(cls) -> "SimpleTableIdentity":
-        from feed import spark_schema, sink_options
+        from feed import sink_options, spark_schema
+
         from ticdc_sink.changes.contract import InputLayout
         from ticdc_sink.codec.simple.table_schema import simple_table, table_id
-        from ticdc_sink.options import parse_options
+        from ticdc_sink.config.sink_options import parse_options
 
         config = parse_options(sink_options("127.0.0.1:1", "t", protocol="simple"))
         layout = InputLayout.from_spark_schema(spark_schema(), config)
@@ -505,6 +505,7 @@ class SimpleAvroWriter:
 
     def __init__(self, identity: SimpleTableIdentity):
         import fastavro
+
         from ticdc_sink.codec.simple.avro_wire import SCHEMA
 
         self.identity, self.schema, self.write = identity, SCHEMA, fastavro.schemaless_writer

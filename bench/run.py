@@ -32,7 +32,7 @@ Measures, on the standard change feed (``feed.py``):
     with ``--read-only``.
 Results go to ``bench/RESULTS.md`` with the ratios, the targets, the machine and
 the command.  The avro protocol needs a Schema Registry: ``--schema-registry URL``,
-else the package's in-process TEST DOUBLE (``ticdc_sink/schema_registry_double.py``).
+else the package's in-process TEST DOUBLE (``ticdc_sink/embedded/schema_registry.py``).
 """
 
 from __future__ import annotations
@@ -72,15 +72,14 @@ from baselines import (HANDWRITTEN, PRODUCE_CALLS, STANDARD_SERIALIZER, AvroTarg
 from feed import BENCHED, sink_options, spark_schema, topic_written, write_feed  # noqa: E402
 
 from ticdc_sink import order_changes
-from ticdc_sink.changes.contract import ChangeBatchBuilder
-from ticdc_sink.changes.contract import InputLayout
+from ticdc_sink.changes.contract import ChangeBatchBuilder, InputLayout
+from ticdc_sink.changes.dispatch import PartitionDispatcher, Routing, TopicRouter, route
 from ticdc_sink.codec import encoder_for
-from ticdc_sink.options import parse_options
-from ticdc_sink.sink.costs import LIBRDKAFKA, STAGES
-from ticdc_sink.dispatch import PartitionDispatcher, Routing, TopicRouter, route
+from ticdc_sink.config.sink_options import parse_options
+from ticdc_sink.embedded.schema_registry import SchemaRegistryDouble
 from ticdc_sink.kafka.producer import python_bytes
 from ticdc_sink.redact import mask_url
-from ticdc_sink.schema_registry_double import SchemaRegistryDouble
+from ticdc_sink.sink.costs import LIBRDKAFKA, STAGES
 from ticdc_sink.sink.task import WritePlan
 
 CORES = os.cpu_count() or 1
@@ -592,9 +591,8 @@ def spark_jobs(spark, path: Path, rows: int, bootstrap_servers: str, protocols: 
 def _handwritten_partition(bootstrap_servers: str, topic: str, protocol: str, partitions: int,
                            avro: AvroTarget | None):
     def send(rows):
-        from confluent_kafka import Producer
-
         from baselines import HANDWRITTEN, STANDARD_SERIALIZER, serializer_choices
+        from confluent_kafka import Producer
 
         producer = Producer({"bootstrap.servers": bootstrap_servers, "enable.idempotence": True, "acks": "all",
                              "linger.ms": 5})
@@ -672,7 +670,7 @@ def memory_runs(args, registry: str | None) -> list[Result]:
     with contextlib.ExitStack() as stack:
         bootstrap_servers = args.bootstrap_servers
         if bootstrap_servers is None:
-            from ticdc_sink.broker import EmbeddedBroker
+            from ticdc_sink.embedded.broker import EmbeddedBroker
 
             bootstrap_servers = stack.enter_context(EmbeddedBroker(storage="discard")).bootstrap_servers
         results = []
@@ -712,7 +710,7 @@ def read_broker(args):
         say(f"real Kafka did not start ({e}): reading from the embedded broker instead")
         cluster, failure = None, e
     if cluster is None:
-        from ticdc_sink.broker import EmbeddedBroker
+        from ticdc_sink.embedded.broker import EmbeddedBroker
 
         with EmbeddedBroker() as broker:
             yield (broker.bootstrap_servers, f"the embedded Tansu broker, as real Kafka did not start ({failure}); "
@@ -847,7 +845,7 @@ def reader_rss(options: dict[str, str], rows: int) -> Result:
 def outside_spark(options: dict[str, str], most: int) -> tuple[str, str]:
     """In this process, over the first ``most`` messages of the topic's partition 0: the bare consumer's speed and
     the reader's (``read_range``, one core), and the reader's cProfile (a run of its own)."""
-    from ticdc_sink.source.options import parse_read_options
+    from ticdc_sink.config.reader import parse_read_options
     from ticdc_sink.source.partition_read import KafkaRange, read_range
     from ticdc_sink.source.reader import find_layout
     from ticdc_sink.source.topics import TopicsView, partition_key
@@ -1362,7 +1360,7 @@ def schema_registry(args):
         yield args.schema_registry, f"{mask_url(args.schema_registry)} (--schema-registry)"
     else:
         double = SchemaRegistryDouble().start()
-        say(f"Schema Registry: a TEST DOUBLE (ticdc_sink/schema_registry_double.py) at {double.url}, not a real "
+        say(f"Schema Registry: a TEST DOUBLE (ticdc_sink/embedded/schema_registry.py) at {double.url}, not a real "
             "registry; --schema-registry URL to use one")
         try:
             yield double.url, "the package's in-process TEST DOUBLE (not a real registry)"
@@ -1550,7 +1548,7 @@ def output_runs(args, path: Path, registry: str | None, avro: AvroTarget | None)
     broker = None
     bootstrap_servers, broker_name = args.bootstrap_servers, f"Kafka at {args.bootstrap_servers}"
     if bootstrap_servers is None:
-        from ticdc_sink.broker import EmbeddedBroker
+        from ticdc_sink.embedded.broker import EmbeddedBroker
 
         broker = EmbeddedBroker().start()
         bootstrap_servers, broker_name = broker.bootstrap_servers, (

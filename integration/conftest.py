@@ -10,7 +10,7 @@ Backends, in order of choice (the session header says which one ran):
   Apache Kafka in KRaft mode and a Confluent Schema Registry on its network,
   started once for the session;
 - otherwise the embedded broker (Tansu) and the Schema Registry test double
-  (``ticdc_sink/schema_registry_double.py``): what they cannot show (abort
+  (``ticdc_sink/embedded/schema_registry.py``): what they cannot show (abort
   isolation for read_committed consumers) skips with its reason.
 
 The SASL/PLAIN tests use a broker of their own that requires the login: a
@@ -64,7 +64,7 @@ def broker():
                 KafkaContainer(KAFKA_IMAGE).with_kraft().with_network(network).with_network_aliases("kafka") as kafka:
             yield RealKafka(kafka.get_bootstrap_server(), network=network)
     else:
-        from ticdc_sink.broker import EmbeddedBroker
+        from ticdc_sink.embedded.broker import EmbeddedBroker
 
         with EmbeddedBroker() as running:  # read uncommitted, as the unit suite reads it (docs/limits.md)
             yield BrokerUnderTest(running.bootstrap_servers, "read_uncommitted")
@@ -151,7 +151,7 @@ def schema_registry(real_schema_registry):
     if real_schema_registry is not None:
         yield real_schema_registry
         return
-    from ticdc_sink.schema_registry_double import SchemaRegistryDouble
+    from ticdc_sink.embedded.schema_registry import SchemaRegistryDouble
 
     with SchemaRegistryDouble() as double:
         yield double

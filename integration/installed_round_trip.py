@@ -47,7 +47,7 @@ def main(argv: list[str]) -> int:
         if argv:
             bootstrap_servers, isolation, topic = argv
         else:
-            from ticdc_sink.broker import EmbeddedBroker
+            from ticdc_sink.embedded.broker import EmbeddedBroker
 
             broker = stack.enter_context(EmbeddedBroker())
             # the embedded broker's read (docs/limits.md)

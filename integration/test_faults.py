@@ -30,16 +30,15 @@ import time
 import uuid
 from pathlib import Path
 
+import processes
 import pytest
+from exactly_once_checks import (ARROW_BATCH_ROWS, BROKER_TIMEOUT_MS, KEYS, Results, Run, assert_exactly_once_in_order,
+                                 batch_committed_at, new_run, sink_options, start_query)
+from kafka_server import KafkaCluster, ToolMissing
+from processes import command, connected_to, descendants, parents
 from pyspark import cloudpickle
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
-
-from exactly_once_checks import (ARROW_BATCH_ROWS, BROKER_TIMEOUT_MS, KEYS, Results, Run,
-                                 assert_exactly_once_in_order, batch_committed_at, new_run, sink_options, start_query)
-import processes
-from kafka_server import KafkaCluster, ToolMissing
-from processes import command, connected_to, descendants, parents
 
 pytestmark = [pytest.mark.spark]
 # The faults run in Spark's Python workers, which cannot import this file or processes.py: they travel by value.
@@ -283,7 +282,7 @@ def test_a_task_outliving_its_transaction_timeout_fails_in_one_line_and_its_retr
 
 ZOMBIE = """
 import sys, time, json
-from ticdc_sink.options import parse_options
+from ticdc_sink.config.sink_options import parse_options
 from ticdc_sink.kafka.transactions import TransactionalOutput
 from ticdc_sink.kafka.messages import Messages
 options, transactional_id, marker_group, ready, outcome, release = json.loads(sys.argv[1])

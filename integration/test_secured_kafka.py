@@ -44,11 +44,11 @@ from dataclasses import dataclass
 from urllib.parse import quote, urlencode
 
 import pytest
-
 from exactly_once_checks import BASE_TS, KEYS, STEPS, new_run, sink_options, start_query, watermark_of
 from test_kafka_server_security import LOGIN, started
+
+from ticdc_sink.config.sink_options import parse_options
 from ticdc_sink.errors import ConfigError
-from ticdc_sink.options import parse_options
 
 pytestmark = [pytest.mark.spark]
 

@@ -9,7 +9,7 @@ from pyspark.sql import types as T
 
 from ticdc_sink.changes.contract import ChangeBatchBuilder, InputLayout
 from ticdc_sink.codec import PROTOCOL_OPTIONS
-from ticdc_sink.options import parse_options
+from ticdc_sink.config.sink_options import parse_options
 from ticdc_sink.table.spark_types import arrow_schema_of
 
 BASE_OPTIONS = {"kafka.bootstrap.servers": "127.0.0.1:1", "protocol": "canal-json", "topic": "t"}

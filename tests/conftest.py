@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 
 import pytest
-
 from shared_fixtures import (BrokerUnderTest, broker_that_goes_away, hides_aborted_transactions,  # noqa: F401
                              pytest_collection_modifyitems, spark, tls_files, topic, under_test)
 
@@ -26,7 +25,7 @@ def broker():
     if external:
         yield BrokerUnderTest(external, "read_committed")
         return
-    from ticdc_sink.broker import EmbeddedBroker
+    from ticdc_sink.embedded.broker import EmbeddedBroker
 
     with EmbeddedBroker() as running:
         yield BrokerUnderTest(running.bootstrap_servers, "read_uncommitted")
@@ -34,8 +33,8 @@ def broker():
 
 @pytest.fixture
 def schema_registry():
-    """A fresh Schema Registry TEST DOUBLE (ticdc_sink/schema_registry_double.py): ids start at 1."""
-    from ticdc_sink.schema_registry_double import SchemaRegistryDouble
+    """A fresh Schema Registry TEST DOUBLE (ticdc_sink/embedded/schema_registry.py): ids start at 1."""
+    from ticdc_sink.embedded.schema_registry import SchemaRegistryDouble
 
     with SchemaRegistryDouble() as double:
         yield double

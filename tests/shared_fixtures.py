@@ -47,7 +47,7 @@ class _ProxiedEmbeddedBroker(_BrokerThatGoesAway):
     """The embedded broker behind a proxy: killing the proxy takes the broker away, data kept."""
 
     def __init__(self, broker: BrokerUnderTest, hides_aborted_transactions: bool):
-        from ticdc_sink.broker import BrokerProxy
+        from ticdc_sink.embedded.broker import BrokerProxy
 
         self.view, self.proxy = broker, BrokerProxy(broker)
         self.hides_aborted_transactions = hides_aborted_transactions

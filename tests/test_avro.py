@@ -17,18 +17,18 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from changefeed import build, schema
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 from pyspark.sql import types as T
 
-from changefeed import build, schema
-from ticdc_sink.schema_registry_double import SchemaRegistryDouble
+from ticdc_sink.changes.dispatch import Routing
 from ticdc_sink.codec import check_services, decoder_for, encoder_for, open_encoder
 from ticdc_sink.codec.avro.encoder import column_binary
-from ticdc_sink.dispatch import Routing
-from ticdc_sink.errors import ConfigError, ContractError
 from ticdc_sink.codec.shared.schema_registry import SchemaRegistryFailure, client_settings, subject
+from ticdc_sink.embedded.schema_registry import SchemaRegistryDouble
+from ticdc_sink.errors import ConfigError, ContractError
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "avro"
 CASES = json.loads((GOLDEN / "values.json").read_text())["columns"]

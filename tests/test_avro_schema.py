@@ -8,11 +8,11 @@ from pathlib import Path
 
 import fastavro
 import pytest
-
 from changefeed import configured
+
 from ticdc_sink.codec.avro.schema import EXTENSION_FIELDS, column_field, record, schema_text
 from ticdc_sink.codec.shared.names import sanitize_name
-from ticdc_sink.options import parse_options
+from ticdc_sink.config.sink_options import parse_options
 from ticdc_sink.table.schema import Column
 from ticdc_sink.table.type_grammar import parse_mysql_type
 

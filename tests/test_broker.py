@@ -17,8 +17,8 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from ticdc_sink import broker as broker_module
-from ticdc_sink.broker import BrokerError, EmbeddedBroker
+from ticdc_sink.embedded import broker as broker_module
+from ticdc_sink.embedded.broker import BrokerError, EmbeddedBroker
 
 pytestmark = pytest.mark.broker
 

@@ -16,17 +16,17 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from changefeed import BASE_OPTIONS, build, schema
 from pyspark.sql import types as T
 
-from changefeed import BASE_OPTIONS, build, schema
+from ticdc_sink.changes.dispatch import Routing
 from ticdc_sink.codec import decoder_for, encoder_for
 from ticdc_sink.codec.base import DDLEvent, WatermarkEvent
 from ticdc_sink.codec.shared.compression import decompress
-from ticdc_sink.ddl import DDLChange, classify
-from ticdc_sink.dispatch import Routing
+from ticdc_sink.config.sink_options import parse_options
+from ticdc_sink.ddl.statements import DDLChange, classify
 from ticdc_sink.errors import ConfigError, ContractError, MessageTooLargeError
 from ticdc_sink.kafka.messages import BROADCAST
-from ticdc_sink.options import parse_options
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "canal-json"
 BUILD_MS = 1639633142960
@@ -371,9 +371,8 @@ def test_small_decimals_keep_their_scale_without_exponents():
 def test_binary_values_of_a_sliced_batch():
     import pyarrow as pa
 
-    from ticdc_sink.changes.contract import ChangeBatchBuilder
-    from ticdc_sink.changes.contract import InputLayout
-    from ticdc_sink.options import parse_options
+    from ticdc_sink.changes.contract import ChangeBatchBuilder, InputLayout
+    from ticdc_sink.config.sink_options import parse_options
     from ticdc_sink.table.spark_types import arrow_schema_of
 
     s = schema(("id", T.IntegerType(), False), ("b", T.BinaryType()))

@@ -1,4 +1,4 @@
-"""``changefeed-config``: a TiCDC changefeed's TOML file as the sink's options (``ticdc_sink/changefeed.py``)."""
+"""``changefeed-config``: a TiCDC changefeed's TOML file as the sink's options (``ticdc_sink/config/changefeed.py``)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from ticdc_sink.config.sink_options import parse_options
 from ticdc_sink.errors import ConfigError
-from ticdc_sink.options import parse_options
 
 SHOP = Path(__file__).parent / "changefeeds" / "shop.toml"
 

@@ -12,8 +12,8 @@ from changefeed import build, schema
 from pyspark.sql import types as T
 
 from ticdc_sink.changes.contract import OP_DELETE, OP_INSERT, OP_UPDATE, ChangeBatchBuilder, InputLayout
+from ticdc_sink.config.sink_options import parse_options
 from ticdc_sink.errors import ConfigError, ContractError
-from ticdc_sink.options import parse_options
 from ticdc_sink.table.spark_types import arrow_schema_of
 
 KEYED = dict(database="d", table="t", primary_key="id")

@@ -7,12 +7,12 @@ import os
 from pathlib import Path
 
 import pytest
-
 from changefeed import BASE_OPTIONS
+
 from ticdc_sink.codec.shared.claim_check import ClaimCheckError, ClaimCheckStorage, object_content
 from ticdc_sink.codec.shared.compression import compress, decompress
+from ticdc_sink.config.sink_options import parse_options
 from ticdc_sink.errors import ConfigError
-from ticdc_sink.options import parse_options
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "compression"
 
@@ -108,8 +108,9 @@ def test_secrets_in_the_storage_uri_are_masked_where_shown():
 @pytest.fixture(scope="module")
 def s3_endpoint():
     """An S3 API on localhost: moto's server, with a bucket."""
-    from moto.server import ThreadedMotoServer
     import urllib.request
+
+    from moto.server import ThreadedMotoServer
 
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()

@@ -216,11 +216,11 @@ def test_tail_of_avro_needs_the_registry_in_one_line(protocol):
 
 @pytest.mark.broker
 def test_tail_decodes_avro_through_the_registry(broker, topic, schema_registry):
+    from changefeed import build, schema
     from pyspark.sql import types as T
 
-    from changefeed import build, schema
+    from ticdc_sink.changes.dispatch import Routing
     from ticdc_sink.codec import encoder_for
-    from ticdc_sink.dispatch import Routing
 
     table = schema(("_op", T.StringType()), ("id", T.IntegerType(), False), ("status", T.StringType()))
     rows = [{"_op": "INSERT", "id": 1, "status": "paid"}, {"_op": "DELETE", "id": 1, "status": "paid"}]
@@ -245,12 +245,12 @@ def test_tail_decodes_avro_through_the_registry(broker, topic, schema_registry):
 
 @pytest.mark.broker
 def test_tail_decodes_debezium_rows_ddl_and_watermarks(broker, topic):
+    from changefeed import build, schema
     from pyspark.sql import types as T
 
-    from changefeed import build, schema
+    from ticdc_sink.changes.dispatch import Routing
     from ticdc_sink.codec import encoder_for
-    from ticdc_sink.ddl import DDLChange, classify
-    from ticdc_sink.dispatch import Routing
+    from ticdc_sink.ddl.statements import DDLChange, classify
 
     table = schema(("_op", T.StringType()), ("_commit_ts", T.LongType()), ("id", T.IntegerType(), False),
                    ("status", T.StringType()))
@@ -299,11 +299,11 @@ def test_tail_with_the_wrong_protocol_says_so_in_one_line(broker, topic):
 @pytest.mark.broker
 @pytest.mark.parametrize("encoding_format", ["json", "avro"])
 def test_tail_decodes_simple_once_its_bootstrap_arrived(broker, topic, encoding_format):
+    from changefeed import build, schema
     from pyspark.sql import types as T
 
-    from changefeed import build, schema
+    from ticdc_sink.changes.dispatch import Routing
     from ticdc_sink.codec import encoder_for
-    from ticdc_sink.dispatch import Routing
 
     table = schema(("_op", T.StringType()), ("_commit_ts", T.LongType()), ("id", T.IntegerType(), False),
                    ("status", T.StringType()))

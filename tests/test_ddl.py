@@ -1,4 +1,4 @@
-"""Unit tests for ticdc_sink.ddl: statement -> TiDB action -> Canal DDL type.
+"""Unit tests for ticdc_sink.ddl.statements: statement -> TiDB action -> Canal DDL type.
 
 Canal types follow TiCDC's canal ``convertDdlEventType``:
 CREATE (create table), RENAME (rename table/tables), CINDEX (add index/FK/PK),
@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 
 from ticdc_sink.codec import encoder_for
-from ticdc_sink.ddl import ACTION_CODES, DDLChange, classify
-from ticdc_sink.errors import ContractError
-from ticdc_sink.options import parse_options
-from ticdc_sink.codec.shared.ddl_types import CANAL_DDL_TYPES, canal_ddl_type
 from ticdc_sink.codec.simple.encoder import simple_ddl_type
+from ticdc_sink.config.sink_options import parse_options
+from ticdc_sink.ddl.protocol_types import CANAL_DDL_TYPES, canal_ddl_type
+from ticdc_sink.ddl.statements import ACTION_CODES, DDLChange, classify
+from ticdc_sink.errors import ContractError
 
 # (statement, TiDB action, Canal type)
 CASES = [

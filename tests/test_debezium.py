@@ -12,17 +12,17 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from pyspark.sql import types as T
-
 from changefeed import build, configured, schema
+from pyspark.sql import types as T
 from test_debezium_types import ENCODED, spark_input
+
+from ticdc_sink.changes.dispatch import Routing
 from ticdc_sink.codec import decoder_for
 from ticdc_sink.codec.debezium.encoder import DebeziumEncoder
-from ticdc_sink.ddl import DDLChange, classify
-from ticdc_sink.dispatch import Routing
+from ticdc_sink.config.reader import parse_read_options
+from ticdc_sink.ddl.statements import DDLChange, classify
 from ticdc_sink.errors import ContractError
 from ticdc_sink.kafka.messages import BROADCAST
-from ticdc_sink.source.options import parse_read_options
 from ticdc_sink.table.type_grammar import parse_mysql_type
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "debezium"

@@ -9,16 +9,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from changefeed import build, schema
 from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 from pyspark.sql import types as T
 
-from changefeed import build, schema
+from ticdc_sink.changes.dispatch import Routing
 from ticdc_sink.codec import decoder_for, encoder_for
 from ticdc_sink.codec.base import DDLEvent, WatermarkEvent
-from ticdc_sink.ddl import DDLChange, classify
-from ticdc_sink.dispatch import Routing
+from ticdc_sink.ddl.statements import DDLChange, classify
 from ticdc_sink.errors import ConfigError, ContractError
 from ticdc_sink.kafka.messages import BROADCAST
 

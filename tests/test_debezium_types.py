@@ -9,9 +9,9 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from changefeed import build, schema
 from pyspark.sql import types as T
 
-from changefeed import build, schema
 from ticdc_sink.codec.debezium.field_types import field_schema, value_fragments
 from ticdc_sink.errors import ContractError
 
@@ -113,7 +113,7 @@ def test_timestamp_texts_built_as_byte_columns_equal_each_value_printed_alone(fs
     import numpy as np
     import pyarrow as pa
 
-    from ticdc_sink.render import timestamp_text
+    from ticdc_sink.table.value_text import timestamp_text
 
     rng = np.random.default_rng(fsp)
     micros = [*rng.integers(-62135596800000000, 253402300800000000, 500), None, 253402300800000000]

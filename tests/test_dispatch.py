@@ -9,10 +9,10 @@ import zlib
 
 import numpy as np
 import pytest
+from changefeed import build, schema
 from pyspark.sql import types as T
 
-from changefeed import build, schema
-from ticdc_sink.dispatch import PartitionDispatcher, TopicRouter
+from ticdc_sink.changes.dispatch import PartitionDispatcher, TopicRouter
 from ticdc_sink.errors import ConfigError
 
 T1 = schema(("a", T.IntegerType(), False), ("b", T.IntegerType()))

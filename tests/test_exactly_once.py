@@ -20,14 +20,15 @@ import pyarrow as pa
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 from protocols import CANAL, ProtocolUnderTest
-from pyspark.sql import functions as F, types as T
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from ticdc_sink.codec import PROTOCOLS, decoder_for
 from ticdc_sink.codec.base import RowEvent, WatermarkEvent
+from ticdc_sink.config.sink_options import parse_options
 from ticdc_sink.errors import DeliveryError, TaskTimeoutError
 from ticdc_sink.kafka.messages import Messages
 from ticdc_sink.kafka.transactions import TransactionalOutput
-from ticdc_sink.options import parse_options
 from ticdc_sink.sink.driver import abort_batch, commit_batch
 from ticdc_sink.sink.report import TaskIdentity, TaskReport
 from ticdc_sink.sink.task import WritePlan

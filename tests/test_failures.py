@@ -16,16 +16,15 @@ import textwrap
 import time
 
 import pytest
+from changefeed import schema
+from pyspark.sql import types as T
 
-from ticdc_sink.sink.driver import abort_batch
-from ticdc_sink.options import parse_options
+from ticdc_sink.config.sink_options import parse_options
 from ticdc_sink.errors import DeliveryError
 from ticdc_sink.kafka.client_log import LIBRDKAFKA_LOG
 from ticdc_sink.kafka.producer import check_brokers
+from ticdc_sink.sink.driver import abort_batch
 from ticdc_sink.sink.task import WritePlan
-
-from changefeed import schema
-from pyspark.sql import types as T
 
 
 def closed_port() -> str:
@@ -97,7 +96,7 @@ def _task_metadata(dead: str) -> None:
 
 
 def _read_plan(dead: str) -> None:
-    from ticdc_sink.source.options import parse_read_options
+    from ticdc_sink.config.reader import parse_read_options
     from ticdc_sink.source.topics import TopicsView
 
     with TopicsView(parse_read_options(options(dead))) as view:
@@ -161,8 +160,8 @@ def test_a_producer_that_refuses_messages_after_its_transaction_failed_says_why_
     import pyarrow as pa
     from confluent_kafka import KafkaError, KafkaException
 
-    from ticdc_sink.kafka.producer import KafkaOutput
     from ticdc_sink.kafka.messages import Messages
+    from ticdc_sink.kafka.producer import KafkaOutput
 
     class FailedTransaction:
         """A producer whose transaction failed: its messages timed out, and it refuses new ones."""

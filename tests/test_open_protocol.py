@@ -16,19 +16,19 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from changefeed import BASE_OPTIONS, build, schema
 from pyspark.sql import types as T
 
-from changefeed import BASE_OPTIONS, build, schema
+from ticdc_sink.changes.dispatch import Routing
 from ticdc_sink.codec import decoder_for, encoder_for
 from ticdc_sink.codec.base import DDLEvent, RowEvent, WatermarkEvent
-from ticdc_sink.codec.shared.json_text import go_quote_body, go_unquote_body
 from ticdc_sink.codec.open_protocol.frames import frame, split_frame
 from ticdc_sink.codec.shared.compression import compress
-from ticdc_sink.ddl import DDLChange, classify
-from ticdc_sink.dispatch import Routing
+from ticdc_sink.codec.shared.json_text import go_quote_body, go_unquote_body
+from ticdc_sink.config.sink_options import parse_options
+from ticdc_sink.ddl.statements import DDLChange, classify
 from ticdc_sink.errors import ConfigError, ContractError, MessageTooLargeError
 from ticdc_sink.kafka.messages import BROADCAST
-from ticdc_sink.options import parse_options
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "open-protocol"
 TXN1, TXN2 = 415508878783938562, 415508881418485761  # the commit ts of the document's two transactions
@@ -324,7 +324,7 @@ def test_float_columns_are_spelled_as_each_value_alone_at_every_magnitude(bits):
     # The column functions look only at rows outside Arrow's plain range; every magnitude is checked here.
     import pyarrow as pa
 
-    from ticdc_sink.render import float_json_numbers, float_text, go_float_text, go_json_float_text
+    from ticdc_sink.table.value_text import float_json_numbers, float_text, go_float_text, go_json_float_text
 
     rng = np.random.default_rng(3)
     values = [m * 10.0 ** k for k in range(-40, 39) for m in (1, -1.5, 9.999999, *rng.uniform(-10, 10, 4))]

@@ -6,12 +6,13 @@ import logging
 
 import pytest
 from pyspark.errors import PySparkException
-from pyspark.sql import functions as F, types as T
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from ticdc_sink import order_changes
 from ticdc_sink.codec import decoder_for
 from ticdc_sink.codec.base import RowEvent
-from ticdc_sink.options import parse_options
+from ticdc_sink.config.sink_options import parse_options
 from ticdc_sink.errors import ConfigError
 from ticdc_sink.sink.order_check import OrderError, check_order, reorderings
 from ticdc_sink.sink.report import Span

@@ -15,15 +15,15 @@ from changefeed import build, schema
 from consumed import Message
 from pyspark.sql import types as T
 
+from ticdc_sink.changes.dispatch import Routing
 from ticdc_sink.codec import PROTOCOLS, SendsTableSchemas, decoder_for, encoder_for, recognition
 from ticdc_sink.codec.base import RowEvent
 from ticdc_sink.codec.recognition import NotOfProtocol
 from ticdc_sink.codec.shared.compression import compress
-from ticdc_sink.ddl import DDLChange
-from ticdc_sink.dispatch import Routing
+from ticdc_sink.config.reader import parse_read_options
+from ticdc_sink.ddl.statements import DDLChange
 from ticdc_sink.errors import ReadError
 from ticdc_sink.source.layout import ReadLayout
-from ticdc_sink.source.options import parse_read_options
 from ticdc_sink.source.partition_read import KafkaRange, _RangeRead
 
 CONFLUENT = ("avro", "debezium-avro")
@@ -74,7 +74,7 @@ def written(protocol: str, registry: str | None, topic: str = "t") -> list[tuple
 
 @pytest.fixture(scope="module")
 def registry():
-    from ticdc_sink.schema_registry_double import SchemaRegistryDouble
+    from ticdc_sink.embedded.schema_registry import SchemaRegistryDouble
 
     with SchemaRegistryDouble() as double:
         yield double.url

@@ -23,17 +23,17 @@ from decimal import Decimal
 import numpy as np
 import pyarrow as pa
 import pytest
-from pyspark.sql import types as T
-
 from changefeed import build, schema
 from protocols import ProtocolUnderTest
+from pyspark.sql import types as T
 from test_reader_units import Message
+
+from ticdc_sink.changes.dispatch import Routing
 from ticdc_sink.codec import PROTOCOLS, SendsTableSchemas, decoder_for, encoder_for
-from ticdc_sink.codec.base import RowEvent
-from ticdc_sink.dispatch import Routing
+from ticdc_sink.codec.base import RowEvent, learned_table_schemas
+from ticdc_sink.config.reader import parse_read_options
 from ticdc_sink.errors import ContractError, ReadError
 from ticdc_sink.source.layout import ReadLayout
-from ticdc_sink.source.options import parse_read_options
 from ticdc_sink.source.partition_read import KafkaRange, _RangeRead
 from ticdc_sink.table.mysql_types import KIND_NAMES
 from ticdc_sink.table.type_grammar import parse_mysql_type
@@ -276,7 +276,7 @@ def read_back(mode: Mode, options: dict, schemas: list[Message], rows: list[Mess
     messages = schemas + rows
     if spark_schema is None:
         first = next(e for m in messages for e in decoder.decode(m.key(), m.value()) if isinstance(e, RowEvent))
-        layout = ReadLayout.from_event(config, first, decoder.table_schemas)
+        layout = ReadLayout.from_event(config, first, learned_table_schemas(decoder))
     else:
         layout = ReadLayout.from_schema(config, spark_schema)
     chunked = _RangeRead(layout, KafkaRange("t:0", 0, len(messages)))

@@ -15,13 +15,13 @@ from consumed import Message
 from pyspark.sql import types as T
 from test_round_trip import MATRIX, NULLS, OPTIONS, VALUES, changed, row
 
+from ticdc_sink.changes.dispatch import Routing
 from ticdc_sink.codec import decoder_for, encoder_for
-from ticdc_sink.codec.base import RowEvent
+from ticdc_sink.codec.base import RowEvent, learned_table_schemas
 from ticdc_sink.codec.open_protocol.frames import frame
-from ticdc_sink.dispatch import Routing
+from ticdc_sink.config.reader import parse_read_options
 from ticdc_sink.errors import ConfigError, ReadError
 from ticdc_sink.source.layout import ReadLayout
-from ticdc_sink.source.options import parse_read_options
 from ticdc_sink.source.partition_read import KafkaRange, _RangeRead
 from ticdc_sink.table.mysql_types import tidb_arrow_type
 from ticdc_sink.table.spark_types import arrow_schema_of, spark_column, spark_type_of
@@ -135,7 +135,7 @@ def test_a_chunk_at_a_time_gives_the_rows_of_a_message_at_a_time(protocol, batch
         decoder.decode(None, encoder_for(config, build(MATRIX, [], **OPTIONS)[1].table)
                        .bootstrap_messages("d", "m", "t").values[0].as_py().encode())
     first = next(e for e in decoder.decode(keys[0], values[0]) if isinstance(e, RowEvent))
-    layout = ReadLayout.from_event(read, first, decoder.table_schemas)
+    layout = ReadLayout.from_event(read, first, learned_table_schemas(decoder))
 
     chunked = _RangeRead(layout, KafkaRange("t:0", 0, 6))
     assert chunked.decoder.decode_columns(keys, values, chunked.types) is not None

@@ -19,20 +19,20 @@ from urllib.parse import quote
 
 import numpy as np
 import pytest
-from confluent_kafka import Producer
-from pyspark.sql import types as T
-
-from changefeed import build, schema
 from certificates import make_tls_files
+from changefeed import build, schema
+from confluent_kafka import Producer
 from protocols import ProtocolUnderTest
+from pyspark.sql import types as T
 from test_cli import create_topic, output_lines, run_cli
+
+from ticdc_sink.changes.dispatch import Routing
 from ticdc_sink.codec import check_services, decoder_for, open_encoder, recognition
 from ticdc_sink.codec.base import RowEvent
 from ticdc_sink.codec.shared.schema_registry import SchemaRegistry, SchemaRegistryFailure
-from ticdc_sink.dispatch import Routing
+from ticdc_sink.config.sink_options import parse_options
+from ticdc_sink.embedded.schema_registry import SchemaRegistryDouble
 from ticdc_sink.errors import ConfigError
-from ticdc_sink.options import parse_options
-from ticdc_sink.schema_registry_double import SchemaRegistryDouble
 
 USER, PASSWORD = "sink", "s3cr3t p@ss"  # a space and an @: percent-encoded in a URL
 LOGIN = f"{USER}:{PASSWORD}"

@@ -14,14 +14,14 @@ from decimal import Decimal
 
 import numpy as np
 import pytest
-from pyspark.sql import types as T
-
 from changefeed import build, schema
 from protocols import CARRIES
+from pyspark.sql import types as T
+
+from ticdc_sink.changes.dispatch import Routing
 from ticdc_sink.codec import PROTOCOLS, SendsTableSchemas, decoder_for, encoder_for
 from ticdc_sink.codec.base import RowEvent
 from ticdc_sink.codec.open_protocol.frames import split_frame
-from ticdc_sink.dispatch import Routing
 
 COLUMNS = [
     ("id", T.LongType(), False),

@@ -21,13 +21,13 @@ from concurrent.futures import ThreadPoolExecutor
 
 import fastavro
 import pytest
+from certificates import make_tls_files
 from confluent_kafka.schema_registry import Schema, SchemaReference, SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 from confluent_kafka.serialization import MessageField, SerializationContext
 
-from certificates import make_tls_files
-from ticdc_sink.schema_registry_double import SchemaRegistryDouble
+from ticdc_sink.embedded.schema_registry import SchemaRegistryDouble
 
 
 def record(fields, name="Row", **extra):

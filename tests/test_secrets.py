@@ -14,7 +14,7 @@ from urllib.parse import quote
 import pytest
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
-from ticdc_sink.options import parse_options
+from ticdc_sink.config.sink_options import parse_options
 from ticdc_sink.errors import ConfigError
 from ticdc_sink.redact import MASK, is_secret_name, mask, mask_url
 from ticdc_sink.sink.task import WritePlan

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from changefeed import build, configured, schema
 from pyspark.sql import types as T
 
-from changefeed import build, configured, schema
+from ticdc_sink.changes.dispatch import Routing
 from ticdc_sink.codec import decoder_for
 from ticdc_sink.codec.simple.avro_wire import SimpleAvro
 from ticdc_sink.codec.simple.encoder import SimpleEncoder
 from ticdc_sink.codec.simple.table_schema import simple_table, table_id
-from ticdc_sink.dispatch import Routing
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "simple"
 # The document's table: simple.user, tableID 148, at schema version 447984074911121426.
@@ -144,7 +144,7 @@ def user_after_add_column():
 
 
 def test_the_documents_add_column_ddl_with_the_schema_before_it():
-    from ticdc_sink.ddl import DDLChange, classify
+    from ticdc_sink.ddl.statements import DDLChange, classify
 
     simple, table = user_after_add_column()
     ddl = DDLChange("simple", "user", ADD_CREATE_TIME, 447987408682614795, classify(ADD_CREATE_TIME))
@@ -161,7 +161,7 @@ def test_the_documents_add_column_ddl_with_the_schema_before_it():
 
 
 def test_ddl_schemas_by_kind_of_statement():
-    from ticdc_sink.ddl import DDLChange, classify
+    from ticdc_sink.ddl.statements import DDLChange, classify
 
     simple, _ = user_after_add_column()
 

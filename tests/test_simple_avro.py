@@ -21,16 +21,17 @@ from pathlib import Path
 import fastavro
 import numpy as np
 import pytest
-from pyspark.sql import types as T
-
 from changefeed import build, configured, schema
-from test_simple import ADD_CREATE_TIME, DOCUMENT_ROWS, VERSION, golden, user_after_add_column
+from pyspark.sql import types as T
+from test_simple import ADD_CREATE_TIME, DOCUMENT_ROWS, VERSION
 from test_simple import encoder as json_encoder
+from test_simple import golden, user_after_add_column
+
+from ticdc_sink.changes.dispatch import Routing
 from ticdc_sink.codec.simple.decoder import SimpleDecoder
 from ticdc_sink.codec.simple.encoder import SimpleEncoder
 from ticdc_sink.codec.simple.table_schema import simple_table
-from ticdc_sink.ddl import DDLChange, classify
-from ticdc_sink.dispatch import Routing
+from ticdc_sink.ddl.statements import DDLChange, classify
 
 GOLDEN_SCHEMA = Path(__file__).resolve().parent / "golden" / "simple" / "simple-avro-schema.json"
 SCHEMA = fastavro.parse_schema(json.loads(GOLDEN_SCHEMA.read_text(encoding="utf-8")))

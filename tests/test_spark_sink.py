@@ -7,10 +7,10 @@ import time
 from decimal import Decimal
 
 import pytest
+from protocols import CANAL, ProtocolUnderTest
 from pyspark.errors import PySparkException
 from pyspark.sql import types as T
 
-from protocols import CANAL, ProtocolUnderTest
 from ticdc_sink.codec import PROTOCOLS
 from ticdc_sink.codec.base import DDLEvent, RowEvent, WatermarkEvent
 from ticdc_sink.kafka.topic_reader import read_messages
@@ -273,7 +273,7 @@ def test_row_writer_of_pyspark_4_0_feeds_the_same_pipeline(broker, topic):
     """pyspark 4.0 has no Arrow stream writer: Rows are re-batched into Arrow (driven here directly)."""
     from pyspark.sql import Row
 
-    from ticdc_sink.options import parse_options
+    from ticdc_sink.config.sink_options import parse_options
     from ticdc_sink.datasource import TiCDCStreamRowWriter
     from ticdc_sink.sink.task import WritePlan
 

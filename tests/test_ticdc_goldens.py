@@ -28,14 +28,14 @@ from urllib.parse import parse_qsl
 import fastavro
 import numpy as np
 import pytest
+from changefeed import build, schema
 from confluent_kafka.schema_registry import SchemaRegistryClient
 from pyspark.sql import types as T
 
-from changefeed import build, schema
+from ticdc_sink.changes.dispatch import Routing
 from ticdc_sink.codec import encoder_for
 from ticdc_sink.codec.simple.avro_wire import SCHEMA as SIMPLE_AVRO_SCHEMA
-from ticdc_sink.ddl import DDLChange, classify
-from ticdc_sink.dispatch import Routing
+from ticdc_sink.ddl.statements import DDLChange, classify
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "ticdc"
 

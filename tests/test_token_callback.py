@@ -21,12 +21,12 @@ from pathlib import Path
 import pytest
 
 from tests import token_callbacks as callbacks
+from ticdc_sink.config.reader import parse_read_options
+from ticdc_sink.config.sink_options import parse_options
 from ticdc_sink.errors import ConfigError, DeliveryError
 from ticdc_sink.kafka import clients, token_callback
 from ticdc_sink.kafka.markers import marker_consumer
 from ticdc_sink.kafka.producer import KafkaOutput
-from ticdc_sink.options import parse_options
-from ticdc_sink.source.options import parse_read_options
 from ticdc_sink.source.topics import TopicsView
 
 PACKAGE = Path(__file__).resolve().parents[1] / "ticdc_sink"

@@ -7,10 +7,10 @@ its own; ``register`` makes the source known to a session that did not find it
 by name; ``from_delta_cdf`` turns a Delta Lake change data feed into the sink's input.
 """
 
+from .changes.commit_order import order_changes
+from .changes.delta_feed import from_delta_cdf
 from .datasource import TiCDCDataSource, register
-from .delta import from_delta_cdf
 from .errors import ConfigError, ContractError, DeliveryError, MessageTooLargeError, TiCDCSinkError
-from .ordering import order_changes
 from .sink.driver import emit_ddl
 from .sink.order_check import OrderError
 

@@ -1,7 +1,7 @@
 """The Spark data source ``ticdc``: batch and stream writers (options -> a validated ``WritePlan``), and batch and
 stream readers (``source/``).
 
-Both writers feed the same pipeline (``writer.WritePlan``) with Arrow record
+Both writers feed the same pipeline (``sink/task.py``'s ``WritePlan``) with Arrow record
 batches: Spark's Arrow writers where this pyspark has them (batch since 4.0,
 streaming since 4.1), and on pyspark 4.0 streaming the Row writer re-batched
 into Arrow.
@@ -16,16 +16,16 @@ from typing import Iterator
 from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, DataSourceStreamWriter
 
 from .codec import check_services
+from .config.reader import parse_read_options
+from .config.sink_options import SPARK_OWN_OPTIONS, parse_options
 from .errors import ConfigError
 from .kafka.producer import check_brokers
-from .options import SPARK_OWN_OPTIONS, parse_options
 from .sink.driver import abort_batch, commit_batch
 from .sink.report import TaskReport
 from .sink.spark_rows import rows_to_record_batches
 from .sink.task import WritePlan
 from .sink.task_input import spark_batches
 from .source.layout import ReadLayout
-from .source.options import parse_read_options
 from .source.reader import TiCDCBatchReader, TiCDCStreamReader, find_layout
 from .table.spark_types import arrow_schema_of
 

@@ -17,9 +17,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import ContractError
-from ..render import string_scalar
 from ..table.mysql_types import INTEGER_KINDS, STRING_KINDS
 from ..table.schema import Column, TableSchema
+from ..table.value_text import string_scalar
 from .tidb_json import InvalidJSON, json_column
 
 

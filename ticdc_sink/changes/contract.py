@@ -17,11 +17,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..config import SinkConfig, require_table_names
-from ..ddl import SCHEMA_LEVEL_ACTIONS, DDLChange, classify
+from ..config.sink import SinkConfig, require_table_names
+from ..ddl.statements import SCHEMA_LEVEL_ACTIONS, DDLChange, classify
 from ..errors import ConfigError, ContractError, TiCDCSinkError
-from ..render import string_scalar
 from ..table.schema import TableSchema, build_table_schema
+from ..table.value_text import string_scalar
 from ..tso import TSO_LOGICAL_BITS, now_tso
 from .canonical import canonical_columns
 

@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..render import go_float_text
+from ..table.value_text import go_float_text
 
 
 class InvalidJSON(ValueError):

@@ -6,7 +6,7 @@ import signal
 import socket
 import time
 
-from ..broker import EmbeddedBroker
+from ..embedded.broker import EmbeddedBroker
 from .output import CommandError, say
 
 _BROKER_CHECK_SECONDS = 1.0

@@ -12,13 +12,13 @@ from contextlib import contextmanager
 from decimal import Decimal
 from typing import Iterator, Mapping
 
-from ..broker import EmbeddedBroker
 from ..codec.open_protocol.frames import split_frame
 from ..codec.shared.schema_registry import SchemaRegistry, subject
+from ..embedded.broker import EmbeddedBroker
+from ..embedded.schema_registry import SchemaRegistryDouble
 from ..kafka.client_log import ClientErrors
 from ..kafka.token_callback import DEFAULT_WITHIN, Within, broker_timeout
 from ..kafka.topic_reader import read_messages
-from ..schema_registry_double import SchemaRegistryDouble
 from ..table.spark_types import arrow_schema_of
 from .output import CommandError, say, spark_failure
 from .tail import enum_set_types, print_events, protocol_decoder, uses_registry
@@ -167,7 +167,7 @@ def demo_registry(protocol: str, url: str | None) -> Iterator[str | None]:
         yield url
         return
     with SchemaRegistryDouble() as double:
-        say(f"started a Schema Registry TEST DOUBLE at {double.url} (ticdc_sink.schema_registry_double: in memory, "
+        say(f"started a Schema Registry TEST DOUBLE at {double.url} (ticdc_sink.embedded.schema_registry: in memory, "
             "for the tests and this demo only; give --schema-registry URL to use a real registry)")
         yield double.url
 

@@ -16,8 +16,8 @@ import sys
 import time
 from pathlib import Path
 
-from ..broker import BrokerError
 from ..codec import PROTOCOLS
+from ..embedded.broker import BrokerError
 from ..errors import TiCDCSinkError
 from ..kafka.client_log import LIBRDKAFKA_LOG
 from ..kafka.token_callback import check as check_token_callback

@@ -11,13 +11,13 @@ from ..codec import PROTOCOL_OPTIONS, decoder_for, recognition
 from ..codec.base import DDLEvent, Decoder, RowEvent, WatermarkEvent
 from ..codec.shared.compression import compression_hint
 from ..codec.shared.schema_registry import RegistryOptions
-from ..ddl import ACTION_CODES
+from ..config.sink_options import parse_options
+from ..ddl.statements import ACTION_CODES
 from ..errors import DeliveryError, TiCDCSinkError
 from ..kafka import clients
-from ..kafka.token_callback import Within
 from ..kafka.client_log import ClientErrors
+from ..kafka.token_callback import Within
 from ..kafka.topic_reader import iter_messages
-from ..options import parse_options
 from ..table.mysql_types import MySQLType
 from ..table.type_grammar import TypeSyntaxError, parse_mysql_type, split_column_types
 from ..tso import tso_physical_ms

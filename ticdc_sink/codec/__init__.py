@@ -6,7 +6,8 @@ import dataclasses
 from contextlib import contextmanager
 from typing import Callable, Iterator
 
-from ..config import PROTOCOLS, SinkConfig, parse_protocol
+from ..config.option_group import parse_choice
+from ..config.sink import SinkConfig
 from ..table.schema import TableSchema
 from .avro.decoder import AvroDecoder
 from .avro.encoder import AvroEncoder
@@ -16,12 +17,12 @@ from .base import (DDLEvent, Decoder, Encoder, Event, ProtocolOptions, RowEvent,
 from .canal_json.decoder import CanalJSONDecoder
 from .canal_json.encoder import CanalJSONEncoder
 from .canal_json.options import CanalJSONOptions
+from .debezium.avro_decoder import DebeziumAvroDecoder
+from .debezium.avro_encoder import DebeziumAvroEncoder
+from .debezium.avro_options import DebeziumAvroOptions
 from .debezium.decoder import DebeziumDecoder
 from .debezium.encoder import DebeziumEncoder
 from .debezium.options import DebeziumOptions
-from .debezium_avro.decoder import DebeziumAvroDecoder
-from .debezium_avro.encoder import DebeziumAvroEncoder
-from .debezium_avro.options import DebeziumAvroOptions
 from .open_protocol.decoder import OpenProtocolDecoder
 from .open_protocol.encoder import OpenProtocolEncoder
 from .open_protocol.options import OpenProtocolOptions
@@ -47,6 +48,14 @@ PROTOCOL_OPTIONS: dict[str, type[ProtocolOptions]] = {
     "simple": SimpleOptions,
     "debezium-avro": DebeziumAvroOptions,
 }
+PROTOCOLS = tuple(_CODECS)
+# The protocols that can send a row over max-message-bytes another way (TiCDC's pkg/config/large_message.go).
+LARGE_MESSAGE_PROTOCOLS = tuple(sorted(name for name, options in PROTOCOL_OPTIONS.items()
+                                       if options.handles_large_messages))
+
+
+def parse_protocol(value: str) -> str:
+    return parse_choice("protocol", value, PROTOCOLS)
 
 
 def _codec(protocol: str) -> tuple[type[Encoder], type[Decoder]]:
@@ -102,5 +111,6 @@ def decoder_for(config: SinkConfig | str, *, schema_registry: str | None = None)
 
 __all__ = [
     "Decoder", "DDLEvent", "Encoder", "Event", "RowEvent", "SendsTableSchemas", "WatermarkEvent",
-    "encoder_for", "open_encoder", "check_services", "decoder_for", "PROTOCOLS", "PROTOCOL_OPTIONS",
+    "encoder_for", "open_encoder", "check_services", "decoder_for", "parse_protocol", "PROTOCOLS",
+    "PROTOCOL_OPTIONS", "LARGE_MESSAGE_PROTOCOLS",
 ]

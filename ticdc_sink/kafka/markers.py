@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from confluent_kafka import KafkaError, KafkaException
 
-from ..config import SinkConfig
+from ..config.sink import SinkConfig
 from ..errors import ConfigError, DeliveryError
 from . import clients
 from .producer import KafkaOutput

@@ -20,7 +20,7 @@ import pyarrow as pa
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import NewPartitions, NewTopic
 
-from ..config import SinkConfig
+from ..config.sink import SinkConfig
 from ..errors import ConfigError, DeliveryError, TiCDCSinkError
 from . import clients
 from .client_log import LIBRDKAFKA_LOG, ClientErrors, ProducerLog

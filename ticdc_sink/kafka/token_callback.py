@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
-from ..config import SinkConfig
+from ..config.sink import SinkConfig
 from ..errors import ConfigError
 
 SETTING = "oauth_cb"

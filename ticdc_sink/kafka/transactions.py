@@ -12,7 +12,7 @@ import time
 
 from confluent_kafka import KafkaException
 
-from ..config import SinkConfig
+from ..config.sink import SinkConfig
 from ..errors import DeliveryError, TaskTimeoutError
 from .markers import Marker, committed_marker, ensure_marker_topic, marker_consumer, marker_positions
 from .producer import FENCED_ERRORS, FENCED_TEXTS, KafkaOutput

@@ -27,9 +27,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from ..changes.dispatch import TopicRouter
 from ..codec.base import SendsTableSchemas, wall_clock_ms
-from ..config import SinkConfig
-from ..dispatch import TopicRouter
+from ..config.sink import SinkConfig
 from ..kafka.markers import commit_group_offsets, read_group_offsets
 from ..kafka.messages import Messages
 from ..kafka.producer import KafkaOutput

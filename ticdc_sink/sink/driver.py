@@ -1,7 +1,7 @@
 """The driver's side of a write, once its tasks reported: control events, the order check, fencing on abort.
 
 After every task of a batch succeeded, the driver checks that the tasks kept
-each key's commit order (``ordering.check_order``), emits the batch's DDL rows,
+each key's commit order (``order_check.check_order``), emits the batch's DDL rows,
 the table schemas due (Simple's BOOTSTRAP, ``bootstrap.py``) and then the
 watermark events (the batch's max commit ts, never decreasing) to every
 partition of every topic the batch touched.  A task's own path is ``task.py``.
@@ -15,14 +15,14 @@ import time
 from typing import TYPE_CHECKING
 
 from ..changes.contract import InputLayout
+from ..changes.dispatch import TopicRouter
 from ..codec import SendsTableSchemas, encoder_for
-from ..config import SinkConfig
-from ..ddl import DDLChange, classify
-from ..dispatch import TopicRouter
+from ..config.sink import SinkConfig
+from ..config.sink_options import parse_options
+from ..ddl.statements import DDLChange, classify
 from ..kafka.markers import read_marker, write_marker
 from ..kafka.producer import KafkaOutput
 from ..kafka.transactions import TransactionalOutput
-from ..options import parse_options
 from ..tso import now_tso
 from .bootstrap import Table, driver_bootstraps
 from .costs import StageCosts

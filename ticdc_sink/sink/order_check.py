@@ -5,7 +5,7 @@ Kafka partition interleave their messages, so a key changed in both can reach
 consumers out of order.  ``check_order`` reads what the tasks of a batch wrote
 (the commit-ts and offset span of each Kafka partition) and says when two of
 them wrote one Kafka partition so that a later message carries an earlier
-commit ts; ``ordering.order_changes`` lays a DataFrame out so that it cannot.
+commit ts; ``changes/commit_order.order_changes`` lays a DataFrame out so that it cannot.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from typing import Iterable, Mapping
 
-from ..config import SinkConfig
+from ..config.sink import SinkConfig
 from ..errors import TiCDCSinkError
 from .report import Span
 

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 
 from pyspark.sql.datasource import WriterCommitMessage
 
-from ..config import SinkConfig
-from ..ddl import DDLChange
+from ..config.sink import SinkConfig
+from ..ddl.statements import DDLChange
 from .bootstrap import Table
 from .costs import StageCosts
 

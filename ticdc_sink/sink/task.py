@@ -2,7 +2,7 @@
 
 Each record batch goes one way: the input contract makes it a ``ChangeBatch``
 (``changes/``), the dispatcher gives every row its topic and partition
-(``dispatch.py``), the protocol's encoder makes the messages (``codec/``), and
+(``changes/dispatch.py``), the protocol's encoder makes the messages (``codec/``), and
 the producer sends them (``kafka/``).  The driver's side of a write, once every
 task reported, is ``driver.py``.
 """
@@ -17,10 +17,10 @@ from typing import Iterable
 import pyarrow as pa
 
 from ..changes.contract import ChangeBatch, ChangeBatchBuilder, InputLayout
+from ..changes.dispatch import PartitionDispatcher, TopicRouter, route
 from ..changes.key_updates import split_key_updates
 from ..codec import Encoder, SendsTableSchemas, UsesSchemaRegistry, encoder_for, open_encoder
-from ..config import SinkConfig
-from ..dispatch import PartitionDispatcher, TopicRouter, route
+from ..config.sink import SinkConfig
 from ..errors import ConfigError
 from ..kafka.producer import KafkaOutput
 from ..kafka.transactions import TransactionalOutput

@@ -19,13 +19,13 @@ import pyarrow.compute as pc
 from pyspark.sql import types as T
 
 from ..codec.base import DDLEvent, MessageColumns, RowEvent
-from ..errors import ConfigError, ReadError
 from ..codec.shared.decoding import tidb_values
+from ..config.reader import ReadConfig
+from ..errors import ConfigError, ReadError
 from ..table.mysql_types import MySQLType
 from ..table.schema import default_mysql_type
 from ..table.spark_types import arrow_schema_of, spark_column, spark_type_of
 from ..table.type_grammar import TypeSyntaxError, declared_types, parse_mysql_type
-from .options import ReadConfig
 
 COORDINATES = (("_topic", T.StringType()), ("_partition", T.IntegerType()), ("_offset", T.LongType()))
 
@@ -96,7 +96,7 @@ class ReadLayout:
 
     @property
     def declared_types(self) -> dict[str, MySQLType]:
-        """The types of the columns the read declares, not those its messages gave (``Decoder.declare_types``)."""
+        """The types of the columns the read declares, not those its messages gave (``TakesDeclaredTypes.declare_types``)."""
         return {c.name: c.type for c in self.columns if c.typed_by != "messages"}
 
     def reads(self, database: str, table: str) -> bool:

@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 from pyspark.sql.datasource import InputPartition
 
 from ..codec import decoder_for, recognition
-from ..codec.base import DDLEvent, MessageColumns, RowEvent, WatermarkEvent
+from ..codec.base import DDLEvent, LearnsTableSchemas, MessageColumns, RowEvent, TakesDeclaredTypes, WatermarkEvent
 from ..errors import ReadError
 from ..kafka import clients
 from ..kafka.producer import client_settings
@@ -57,10 +57,13 @@ class _RangeRead:
         self.config = layout.config
         self.topic, self.partition = split_key(part.key)
         self.decoder = decoder_for(self.config.sink)
-        self.decoder.learn_table_schemas(layout.table_schemas)
-        self.decoder.declare_types(layout.database, layout.table, layout.declared_types)
-        if layout.table is not None and layout.database is not None:
-            self.decoder.type_unknown_rows_by(layout.database, layout.table, {c.name: c.type for c in layout.columns})
+        if isinstance(self.decoder, LearnsTableSchemas):
+            self.decoder.learn_table_schemas(layout.table_schemas)
+            if layout.table is not None and layout.database is not None:
+                self.decoder.type_unknown_rows_by(layout.database, layout.table,
+                                                  {c.name: c.type for c in layout.columns})
+        if isinstance(self.decoder, TakesDeclaredTypes):
+            self.decoder.declare_types(layout.database, layout.table, layout.declared_types)
         self.types = {c.name: c.type for c in layout.columns}
         self.rows = RowsBuilder(layout)
         self.counts: Counter = Counter()
@@ -190,7 +193,7 @@ class _RangeRead:
     def finish(self) -> Iterator[pa.RecordBatch]:
         if len(self.rows):
             yield self.take()
-        if self.decoder.waiting:
+        if isinstance(self.decoder, LearnsTableSchemas) and self.decoder.waiting:
             self.counts["waiting for their table schema"] = self.decoder.waiting
         _report(self.part, self.counts)
 

@@ -23,10 +23,10 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader
 
 from ..codec import decoder_for, recognition
-from ..codec.base import RowEvent
+from ..codec.base import RowEvent, learned_table_schemas
+from ..config.reader import ReadConfig
 from ..errors import ConfigError, ReadError
 from .layout import ReadLayout
-from .options import ReadConfig
 from .partition_read import KafkaRange, read_range
 from .topics import PartitionKey, TopicsView, WatermarkSearch, split_key
 from .undecodable import stops_every_message, undecodable
@@ -71,12 +71,12 @@ def find_layout(config: ReadConfig) -> ReadLayout:
                     if (wanted[0] not in (None, event.database)) or (wanted[1] not in (None, event.table)):
                         continue
                     if event.type != "DELETE":
-                        return ReadLayout.from_event(config, event, decoder.table_schemas)
+                        return ReadLayout.from_event(config, event, learned_table_schemas(decoder))
                     fallback = fallback or event
             if read >= _INFERENCE_MESSAGES:
                 break
     if fallback is not None:
-        return ReadLayout.from_event(config, fallback, decoder.table_schemas)
+        return ReadLayout.from_event(config, fallback, learned_table_schemas(decoder))
     if failure is not None and (isinstance(failure[0], recognition.NotOfProtocol) or config.on_error != "skip"):
         what, fix = undecodable(config.sink.protocol, *failure)
         raise ReadError(f"{what}; {fix}")

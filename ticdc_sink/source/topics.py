@@ -18,13 +18,13 @@ from confluent_kafka.admin import OffsetSpec
 
 from ..codec import decoder_for, recognition
 from ..codec.base import Decoder, WatermarkEvent
+from ..config.reader import EARLIEST, LATEST, ReadConfig
 from ..errors import ConfigError, DeliveryError, ReadError
 from ..kafka import clients
-from ..kafka.token_callback import broker_timeout
 from ..kafka.client_log import ClientErrors
 from ..kafka.producer import client_settings, unreachable
+from ..kafka.token_callback import broker_timeout
 from ..kafka.topic_reader import assign, iter_range, reader_settings
-from .options import EARLIEST, LATEST, ReadConfig
 from .undecodable import undecodable
 
 PartitionKey = str  # "topic:partition", the key of a partition in offsets Spark keeps as JSON

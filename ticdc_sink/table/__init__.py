@@ -1,1 +1,2 @@
-"""The column model: MySQL types, their grammar, and a DataFrame's table as MySQL columns and keys."""
+"""The column model: MySQL types, their grammar, a DataFrame's table as MySQL columns and keys, and TiCDC's text of
+a column's values."""

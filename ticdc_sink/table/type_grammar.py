@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from ..sql_text import split_top_level
+from ..ddl.sql_split import split_top_level
 from .mysql_types import INTEGER_KINDS, KIND_NAMES, STRING_KINDS, MySQLType, with_defaults
 
 # Names the grammar accepts that are another kind, maybe with the binary charset.

@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 import fastavro
 
-from ...config import SinkConfig
+from ...config.sink import SinkConfig
 from ...table.mysql_types import MySQLType
 from ...table.type_grammar import carried_type
 from ..base import Decoder, RowEvent

@@ -27,12 +27,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...changes.contract import OP_DELETE, OP_UPDATE, ChangeBatch
-from ...config import SinkConfig
-from ...dispatch import Routing
+from ...changes.dispatch import Routing
+from ...config.sink import SinkConfig
 from ...errors import ConfigError, ContractError
 from ...kafka.messages import Messages
-from ...render import decimal_text, enum_names, set_names, value_text
 from ...table.schema import Column, TableSchema
+from ...table.value_text import decimal_text, enum_names, set_names, value_text
 from ...tso import TSO_LOGICAL_BITS
 from ..base import Encoder
 from ..shared.assembly import row_messages

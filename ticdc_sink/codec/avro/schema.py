@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ...config import SinkConfig
+from ...config.sink import SinkConfig
 from ...table.schema import Column
 from ..shared.names import escape_member, sanitize_name
 

@@ -20,17 +20,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...changes.contract import OP_DELETE, OP_INSERT, OP_UPDATE, ChangeBatch
-from ...config import SinkConfig
-from ...ddl import DDLChange
-from ...dispatch import Routing
+from ...changes.dispatch import Routing
+from ...config.sink import SinkConfig
+from ...ddl.protocol_types import CANAL_DDL_TYPES, CANAL_TYPE_NAMES, canal_ddl_type, ddl_type
+from ...ddl.statements import DDLChange
 from ...kafka.messages import Messages
-from ...render import at_rows, physical_ms_text, string_scalar, value_text
 from ...table.schema import Column, TableSchema
+from ...table.value_text import at_rows, physical_ms_text, string_scalar, value_text
 from ...tso import tso_physical_ms
 from ..base import Encoder
 from ..shared import java_sql_types as java
 from ..shared.assembly import at_updates, row_messages
-from ..shared.ddl_types import CANAL_DDL_TYPES, CANAL_TYPE_NAMES, canal_ddl_type, ddl_type
 from ..shared.json_text import (changed_members_object, concat, json_fragments, latin1_json_fragments, object_parts,
                                 quote_json, quoted_names_of)
 

@@ -15,7 +15,7 @@ sink knows the table from its options: the charset is TiDB's default
 
 from __future__ import annotations
 
-from ...ddl import defined_columns
+from ...ddl.statements import defined_columns
 from ...table.mysql_types import INTEGER_KINDS, TABLE_CHARSET, default_width
 from ...table.schema import Column, TableSchema
 from ..shared import java_sql_types as java

@@ -13,11 +13,11 @@ from zoneinfo import ZoneInfo
 
 import pyarrow as pa
 
-from ...config import SinkConfig
-from ...render import duration_text
+from ...config.sink import SinkConfig
 from ...table.mysql_types import MySQLType
 from ...table.type_grammar import carried_type, declared_types
-from ..base import DDLEvent, Decoder, RowEvent, WatermarkEvent
+from ...table.value_text import duration_text
+from ..base import DDLEvent, Decoder, RowEvent, TakesDeclaredTypes, WatermarkEvent
 from ..shared.decoding import allowed_members, enum_index, set_bitmask, typed_row, unsigned_64
 from . import field_types
 
@@ -27,7 +27,7 @@ _EPOCH = dt.datetime(1970, 1, 1)
 _KEPT_SCHEMAS = 64  # envelope schemas a decoder keeps parsed (a topic's table shapes)
 
 
-class DebeziumDecoder(Decoder):
+class DebeziumDecoder(TakesDeclaredTypes, Decoder):
     """Reads Debezium messages back into events, typing values by their field schemas.
 
     Values come back as the other decoders give them: dates, naive datetimes
@@ -132,7 +132,7 @@ class ReadingContext:
 
 class ReadingContexts:
     """A decoder's reading contexts: by ``column-types`` for every table, and for the table a read reads by the
-    types it declares over them (``Decoder.declare_types``: its schema's ``mysql_type`` metadata and Spark types)."""
+    types it declares over them (``TakesDeclaredTypes.declare_types``: its schema's ``mysql_type`` metadata and Spark types)."""
 
     def __init__(self, config: SinkConfig | None):
         self._everywhere = ReadingContext.of(config)

@@ -23,21 +23,23 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...changes.contract import OP_DELETE, OP_INSERT, OP_UPDATE, ChangeBatch
-from ...config import SinkConfig
-from ...ddl import DDLChange, exchanged_tables, renamed_from
-from ...dispatch import Routing
+from ...changes.dispatch import Routing
+from ...config.sink import SinkConfig
+from ...ddl.protocol_types import ddl_type, named_types
+from ...ddl.statements import DDLChange, exchanged_tables, renamed_from
 from ...errors import ContractError
 from ...kafka.messages import BROADCAST, Messages
-from ...render import join, physical_ms_text
 from ...table.schema import TableSchema
+from ...table.value_text import join, physical_ms_text
 from ...tso import tso_physical_ms
 from ..base import Encoder
 from ..shared.assembly import at_updates, row_messages
-from ..shared.ddl_types import ddl_type, named_types
 from ..shared.json_text import PLAIN, concat, object_parts, quote_json, quoted_names_of
 from ..shared.names import sanitize_name, sanitize_topic_name
-from .ddl_event import (DEBEZIUM_CHANGE_TYPES, KEY_SCHEMA as DDL_KEY_SCHEMA, VALUE_FIELDS as DDL_VALUE_FIELDS,
-                        debezium_change_type, table_json)
+from .ddl_event import DEBEZIUM_CHANGE_TYPES
+from .ddl_event import KEY_SCHEMA as DDL_KEY_SCHEMA
+from .ddl_event import VALUE_FIELDS as DDL_VALUE_FIELDS
+from .ddl_event import debezium_change_type, table_json
 from .field_types import field_schema, value_fragments
 
 log = logging.getLogger(__name__)

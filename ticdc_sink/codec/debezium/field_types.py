@@ -17,9 +17,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...render import bit_bytes, enum_names, float_json_numbers, null_mask, set_names, timestamp_text, value_text
 from ...table.mysql_types import MySQLType
 from ...table.schema import Column
+from ...table.value_text import (bit_bytes, enum_names, float_json_numbers, null_mask, set_names, timestamp_text,
+                                 value_text)
 from ..shared.json_text import PLAIN, bare_fragments, base64_fragments, json_fragments, quote_json
 from ..shared.names import escape_member
 

@@ -20,16 +20,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...changes.contract import OP_DELETE, ChangeBatch
-from ...config import SinkConfig
-from ...ddl import ACTION_CODES, DDLChange
-from ...dispatch import Routing
+from ...changes.dispatch import Routing
+from ...config.sink import SinkConfig
+from ...ddl.protocol_types import ddl_type
+from ...ddl.statements import ACTION_CODES, DDLChange
 from ...errors import ContractError
 from ...kafka.messages import BROADCAST, Messages
-from ...render import float_json_numbers, join, string_scalar, value_text
 from ...table.schema import Column, TableSchema
+from ...table.value_text import float_json_numbers, join, string_scalar, value_text
 from ..base import Encoder
 from ..shared.assembly import at_updates, check_sizes, large_messages
-from ..shared.ddl_types import ddl_type
 from ..shared.json_text import (PLAIN, bare_fragments, base64_fragments, changed_members_object, concat,
                                 go_quoted_fragments, json_fragments, object_parts, quote_json, quoted_names_of)
 from .frames import frame, pack_events

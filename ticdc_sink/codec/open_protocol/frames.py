@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...dispatch import Routing
+from ...changes.dispatch import Routing
 from ...kafka.messages import Messages, byte_lengths
 
 VERSION = 1

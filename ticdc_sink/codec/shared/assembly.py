@@ -8,11 +8,11 @@ import numpy as np
 import pyarrow as pa
 
 from ...changes.contract import OP_UPDATE, ChangeBatch
-from ...config import SinkConfig
-from ...dispatch import Routing
+from ...changes.dispatch import Routing
+from ...config.sink import SinkConfig
 from ...errors import MessageTooLargeError
 from ...kafka.messages import MESSAGE_OVERHEAD, Messages, byte_lengths
-from ...render import at_rows
+from ...table.value_text import at_rows
 
 if TYPE_CHECKING:
     from ..base import Encoder

@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...render import bit_bytes
+from ...table.value_text import bit_bytes
 
 _MAX_VARINT_BYTES = 10
 _NULL_BRANCH = pa.scalar(b"\x00", pa.binary())  # union branch 0 (null) as a zig-zag varint

@@ -24,7 +24,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 import pyarrow.fs as pafs
 
-from ...config import SinkConfig
+from ...config.sink import SinkConfig
 from ...errors import ConfigError, TiCDCSinkError
 from ...redact import mask_url
 

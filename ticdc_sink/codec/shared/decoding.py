@@ -74,7 +74,7 @@ def text_value(text: str | None, mysql_type: str) -> Any:
 
 
 def tidb_values(values: list, t: MySQLType) -> pa.Array:
-    """A column's decoded values as TiDB values of type ``t`` (``tidb_arrow_type``), a DECIMAL's each the nearest
+    """A column's decoded values as TiDB values of type ``t`` (``table/mysql_types.tidb_arrow_type``), a DECIMAL's each the nearest
     value of its type (``nearest_decimal``), an integer's a whole number (``whole_number``)."""
     arrow_type = tidb_arrow_type(t)
     if pa.types.is_decimal(arrow_type):

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator
 from urllib.parse import unquote, urlsplit
 
-from ...config import SinkConfig
+from ...config.option_group import SETTINGS, OptionGroup
+from ...config.sink import SinkConfig
 from ...errors import ConfigError, TiCDCSinkError
-from ...option_values import SETTINGS, OptionGroup
 from ...redact import mask_url
 
 # Client settings that take numbers; options always arrive as strings.

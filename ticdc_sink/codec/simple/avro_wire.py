@@ -31,8 +31,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...render import value_text
 from ...table.schema import Column
+from ...table.value_text import value_text
 from ..shared.avro_binary import concat, fixed_width, length_prefixed, long_bytes, nullable, string_bytes, varints
 from .table_schema import ColumnInfo, SimpleTable
 from .wire import SimpleWire

@@ -8,10 +8,10 @@ import dataclasses
 import functools
 from typing import Any
 
-from ...render import go_float_text
 from ...table.mysql_types import INTEGER_KINDS, MySQLType
 from ...table.type_grammar import carried_type
-from ..base import DDLEvent, Decoder, MessageColumns, RowEvent, WatermarkEvent
+from ...table.value_text import go_float_text
+from ..base import DDLEvent, Decoder, LearnsTableSchemas, MessageColumns, RowEvent, WatermarkEvent
 from ..shared.decoding import text_value, typed_row, unsigned_64
 from .avro_wire import SimpleAvro
 from .json_columns import decode_columns
@@ -20,7 +20,7 @@ from .json_wire import SimpleJSON
 SchemaKey = tuple[str, str, int]  # (database, table, version)
 
 
-class SimpleDecoder(Decoder):
+class SimpleDecoder(LearnsTableSchemas, Decoder):
     """Follows the document's consumer rules: table schemas come from DDL and BOOTSTRAP messages and are kept
     by (database, table, version); a row whose schema has not arrived yet waits, and comes out, in arrival
     order, after the DDL or BOOTSTRAP that brings it (a consumer that joined mid-stream).

@@ -20,15 +20,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...changes.contract import OP_DELETE, OP_INSERT, OP_UPDATE, ChangeBatch
-from ...config import SinkConfig
-from ...ddl import DDLChange, defined_columns, renamed_from
-from ...dispatch import Routing
+from ...changes.dispatch import Routing
+from ...config.sink import SinkConfig
+from ...ddl.protocol_types import CANAL_DDL_TYPES, CANAL_TYPE_NAMES, canal_ddl_type, ddl_type
+from ...ddl.statements import DDLChange, defined_columns, renamed_from
 from ...errors import ContractError
 from ...kafka.messages import BROADCAST, Messages
 from ...table.schema import TableSchema
 from ..base import Encoder, SendsTableSchemas
 from ..shared.assembly import at_updates, row_messages
-from ..shared.ddl_types import CANAL_DDL_TYPES, CANAL_TYPE_NAMES, canal_ddl_type, ddl_type
 from .avro_wire import SimpleAvro
 from .json_wire import SimpleJSON
 from .table_schema import SimpleTable, simple_table, table_id

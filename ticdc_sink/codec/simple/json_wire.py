@@ -17,8 +17,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...render import join, string_scalar, value_text
 from ...table.schema import Column
+from ...table.value_text import join, string_scalar, value_text
 from ..shared.json_text import (GO_JSON, base64_fragments, concat, json_fragments, object_parts, quote_json,
                                 quote_json_array)
 from .table_schema import SimpleTable

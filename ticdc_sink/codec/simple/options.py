@@ -16,6 +16,8 @@ class SimpleOptions(ProtocolOptions):
     table_id: int = 0  # the ``tableID`` of the messages; 0: derived from the table's name
     schema_version: int = 0  # the ``schemaVersion``; 0: derived from the table's shape
 
+    handles_large_messages = True
+
     @property
     def sends_bootstrap(self) -> bool:
         """BOOTSTRAP messages: either setting at 0 turns them off (TiCDC ``ShouldSendBootstrapMsg``)."""

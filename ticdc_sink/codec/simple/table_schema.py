@@ -24,7 +24,7 @@ import hashlib
 import zlib
 from dataclasses import dataclass
 
-from ...config import SinkConfig
+from ...config.sink import SinkConfig
 from ...table.mysql_types import TABLE_CHARSET, TABLE_COLLATION
 from ...table.schema import TableSchema
 from ..shared.json_text import GO_JSON, quote_json

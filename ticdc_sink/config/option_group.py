@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import Field, fields
 from typing import Mapping
 
-from .errors import ConfigError
-from .redact import mask
+from ..errors import ConfigError
+from ..redact import mask
 
 _TRUE = {"1", "t", "true"}
 _FALSE = {"0", "f", "false"}

@@ -19,11 +19,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .changes.contract import ChangeBatch
-from .config import SinkConfig
-from .errors import ConfigError
-from .render import join, value_text
-from .table.schema import Column, TableSchema
+from ..config.sink import SinkConfig
+from ..errors import ConfigError
+from ..table.schema import Column, TableSchema
+from ..table.value_text import join, value_text
+from .contract import ChangeBatch
 
 _KAFKA_FORBIDDEN = re.compile(r"[^a-zA-Z0-9._\-]")
 _KAFKA_TOPIC_MAX_LENGTH = 249

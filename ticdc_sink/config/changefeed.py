@@ -22,8 +22,8 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError
-from .table.filters import FilterSyntaxError, TableFilter
+from ..errors import ConfigError
+from ..table.filters import FilterSyntaxError, TableFilter
 
 log = logging.getLogger(__name__)
 OPTION = "changefeed-config"

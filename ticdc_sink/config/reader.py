@@ -16,10 +16,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from ..config import SinkConfig
 from ..errors import ConfigError, UnknownOptionError
-from ..option_values import OptionGroup, parse_int
-from ..options import KNOWN_OPTIONS, SPARK_OWN_OPTIONS, parse_options, parse_sink_uri
+from .option_group import OptionGroup, parse_int
+from .sink import SinkConfig
+from .sink_options import KNOWN_OPTIONS, SPARK_OWN_OPTIONS, parse_options
+from .sink_uri import parse_sink_uri
 
 EARLIEST, LATEST = -2, -1  # Spark's Kafka source spells per-partition offsets so too
 _TOPIC_NAME = re.compile(r"^[A-Za-z0-9._\-]{1,249}$")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ...config import SinkConfig
+from ...config.sink import SinkConfig
 from ...errors import ConfigError
 from ..base import ProtocolOptions
 from ..shared.schema_registry import RegistryOptions

@@ -9,17 +9,17 @@ from typing import Any, Callable
 
 import fastavro
 
-from ...config import SinkConfig
+from ...config.sink import SinkConfig
 from ...table.mysql_types import MySQLType
-from ..base import DDLEvent, Decoder, RowEvent, WatermarkEvent
-from ..debezium.decoder import ReadingContext, ReadingContexts
+from ..base import DDLEvent, Decoder, RowEvent, TakesDeclaredTypes, WatermarkEvent
 from ..shared.schema_registry import UsesSchemaRegistry, split_confluent
+from .decoder import ReadingContext, ReadingContexts
 
 _ROW_KINDS = {"c": "INSERT", "u": "UPDATE", "d": "DELETE"}
 _CONNECT_OF_AVRO = {"int": "int32", "long": "int64"}
 
 
-class DebeziumAvroDecoder(UsesSchemaRegistry, Decoder):
+class DebeziumAvroDecoder(UsesSchemaRegistry, TakesDeclaredTypes, Decoder):
     """Reads keys and values through the registry; values come back as the Debezium decoder gives them (by
     ``enable-tidb-extension``'s ``tidb_type``, else by the type the reader declares: ``ReadingContexts``; a BIGINT
     UNSIGNED and a DECIMAL in string mode are told from text)."""

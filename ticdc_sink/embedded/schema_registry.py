@@ -6,7 +6,7 @@ Schema Registry REST API that confluent-kafka's ``SchemaRegistryClient``,
 ``AvroSerializer`` and ``AvroDeserializer`` use. The machine that runs the tests
 has no Docker, so the real registry cannot be started next to them; and the
 Avro demo of an installed package needs a registry, so the double ships in it,
-as the embedded broker does (``broker.py``).
+as the embedded broker does (``embedded/broker.py``).
 
     with SchemaRegistryDouble() as registry:
         client = SchemaRegistryClient({"url": registry.url})

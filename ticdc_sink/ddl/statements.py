@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .sql_text import outside_quotes, split_top_level
+from .sql_split import outside_quotes, split_top_level
 
 # TiDB ActionType codes (parser/model) for the actions recognised here.
 ACTION_CODES = {

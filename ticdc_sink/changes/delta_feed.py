@@ -25,10 +25,11 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from pyspark.sql import DataFrame, Window, functions as F
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
 
-from .errors import ConfigError
-from .tso import TSO_LOGICAL_BITS
+from ..errors import ConfigError
+from ..tso import TSO_LOGICAL_BITS
 
 CHANGE_TYPE, COMMIT_VERSION, COMMIT_TIMESTAMP = "_change_type", "_commit_version", "_commit_timestamp"
 OLD_IMAGES, NEW_IMAGES = ("update_preimage", "delete"), ("update_postimage", "insert")

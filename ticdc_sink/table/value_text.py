@@ -4,7 +4,7 @@ TiCDC renders a value the same way in most places: integers in decimal,
 floats as Go's shortest ``'f'`` text, decimals with their scale, date and time
 values as TiDB prints them with the column's fsp, ENUM as its index, SET as
 its bitmask, BIT as an unsigned number.  These functions take the canonical
-Arrow arrays of a ``ChangeBatch`` (see ``changes.py``) and return Arrow string
+Arrow arrays of a ``ChangeBatch`` (``changes/contract.py``) and return Arrow string
 arrays, so an encoder never loops over rows in Python for the common types.
 How a protocol then writes the text (JSON strings, ...) lives in ``codec/``.
 """
@@ -17,8 +17,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .table.mysql_types import INTEGER_KINDS, MySQLType
-from .tso import TSO_LOGICAL_BITS
+from ..tso import TSO_LOGICAL_BITS
+from .mysql_types import INTEGER_KINDS, MySQLType
 
 # ---------------------------------------------------------------------------
 # Numbers

@@ -14,12 +14,12 @@ from typing import Mapping
 import numpy as np
 import pyarrow as pa
 
-from .changes.canonical import canonical_values
-from .changes.contract import InputLayout, commit_tso
-from .config import SinkConfig
+from ..config.sink import SinkConfig
+from ..config.sink_options import parse_options
+from ..errors import ConfigError
+from .canonical import canonical_values
+from .contract import InputLayout, commit_tso
 from .dispatch import PartitionDispatcher
-from .errors import ConfigError
-from .options import parse_options
 
 
 def order_changes(df, options: Mapping[str, str]):
@@ -97,7 +97,7 @@ def _routing_udf(config: SinkConfig, layout: InputLayout, dispatcher: PartitionD
 def _kafka_partition_count(config: SinkConfig) -> int:
     if config.topic_has_placeholders:
         return config.partition_num
-    from .kafka.producer import existing_partition_count
+    from ..kafka.producer import existing_partition_count
 
     return existing_partition_count(config, config.topic) or config.partition_num
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Callable, TypeVar
 
-from ...ddl import DDLChange
-from ...errors import ContractError
+from ..errors import ContractError
+from .statements import DDLChange
 
 T = TypeVar("T")
 

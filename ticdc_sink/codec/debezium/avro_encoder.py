@@ -31,25 +31,25 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...changes.contract import OP_DELETE, OP_UPDATE, ChangeBatch
-from ...config import SinkConfig
-from ...ddl import DDLChange
-from ...dispatch import Routing
+from ...changes.dispatch import Routing
+from ...config.sink import SinkConfig
+from ...ddl.statements import DDLChange
 from ...errors import ContractError
 from ...kafka.messages import BROADCAST, Messages
-from ...render import bit_bytes, decimal_text, enum_names, join, set_names, timestamp_text, value_text
 from ...table.schema import Column, TableSchema
+from ...table.value_text import bit_bytes, decimal_text, enum_names, join, set_names, timestamp_text, value_text
 from ...tso import TSO_LOGICAL_BITS
 from ..base import Encoder
-from ..debezium.encoder import CONNECTOR_VERSION, DebeziumEncoder
-from ..debezium.field_types import two_digit_years
-from ..debezium.options import DebeziumOptions
 from ..shared.assembly import row_messages
 from ..shared.avro_binary import (booleans, concat, decimal_bytes, fixed_width, length_prefixed, long_bytes, nullable,
                                   string_bytes, varints)
 from ..shared.names import sanitize_name
 from ..shared.schema_registry import UsesSchemaRegistry, check_client_settings, confluent_header
-from .schema import (connect_to_avro, decimal_precision, envelope_schema, key_schema, namespace, schema_text,
-                     source_connect)
+from .avro_schema import (connect_to_avro, decimal_precision, envelope_schema, key_schema, namespace, schema_text,
+                          source_connect)
+from .encoder import CONNECTOR_VERSION, DebeziumEncoder
+from .field_types import two_digit_years
+from .options import DebeziumOptions
 
 _NULL = b"\x00"  # a union's null branch
 _VALUE = b"\x02"  # a union's second branch
@@ -64,7 +64,7 @@ class DebeziumAvroEncoder(UsesSchemaRegistry, Encoder):
         super().__init__(config, table, **context)
         self._cluster = string_bytes(self.options.cluster_id)
         self._schemas: dict[tuple[str, str, str], _Headers] = {}
-        if table is None:  # control events only, and the sink sends none (options.py)
+        if table is None:  # control events only, and the sink sends none (avro_options.py)
             return
         check_client_settings(config)  # the client itself is built when the task first needs it
         self._key_columns = [c for c in table.columns if c.handle_key]

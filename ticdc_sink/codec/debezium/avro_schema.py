@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import json
 
-from ...config import SinkConfig
+from ...config.sink import SinkConfig
 from ...table.mysql_types import MySQLType
 from ...table.schema import Column
-from ..debezium.field_types import connect_type, tidb_type
 from ..shared.names import sanitize_name
+from .field_types import connect_type, tidb_type
 
 DECIMAL = "org.apache.kafka.connect.data.Decimal"
 _AVRO_PRIMITIVES = {"int8": "int", "int16": "int", "int32": "int", "int64": "long", "float": "float",

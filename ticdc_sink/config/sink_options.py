@@ -3,7 +3,7 @@
 Option names follow TiCDC's sink-URI parameters so that users can paste what
 they already run; Kafka client settings follow Spark's ``kafka.<key>``
 convention and go to librdkafka unchanged.  The sink's own options are
-``config.SinkConfig``'s fields, each protocol's are its ``options.py``; an
+``sink.SinkConfig``'s fields, each protocol's are its ``options.py``; an
 option of another protocol is checked and otherwise ignored, as TiCDC ignores
 the settings its protocol does not use.  Every problem is reported before a
 task starts, as one error naming the option, the value and what is allowed.
@@ -12,26 +12,22 @@ task starts, as one error naming the option, the value and what is allowed.
 from __future__ import annotations
 
 import difflib
-import logging
 import re
 from typing import Mapping
-from urllib.parse import parse_qsl, unquote, urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from ..codec import LARGE_MESSAGE_PROTOCOLS, PROTOCOL_OPTIONS, PROTOCOLS, parse_protocol
+from ..codec.shared.claim_check import parse_storage_uri
+from ..codec.shared.schema_registry import RegistryOptions
+from ..errors import ConfigError, UnknownOptionError
+from ..kafka.token_callback import broker_timeout
+from ..kafka.token_callback import check as check_token_callback
+from ..redact import mask
+from ..table.selectors import parse_column_selectors
 from .changefeed import changefeed_options
-from .codec import PROTOCOL_OPTIONS
-from .codec.shared.claim_check import parse_storage_uri
-from .codec.shared.schema_registry import RegistryOptions
-from .config import (COMPRESSIONS, DELIVERY_MODES, DISPATCHERS, LARGE_MESSAGE_OPTIONS, LARGE_MESSAGE_PROTOCOLS,
-                     ORDER_CHECKS, PROTOCOLS, SinkConfig, parse_protocol)
-from .errors import ConfigError, UnknownOptionError
-from .kafka.token_callback import broker_timeout
-from .kafka.token_callback import check as check_token_callback
-from .option_values import parse_bool, parse_choice
-from .redact import mask
-from .table.selectors import parse_column_selectors
-
-log = logging.getLogger(__name__)
+from .option_group import parse_choice
+from .sink import COMPRESSIONS, DELIVERY_MODES, DISPATCHERS, LARGE_MESSAGE_OPTIONS, ORDER_CHECKS, SinkConfig
+from .sink_uri import parse_sink_uri
 
 # Options that Spark itself passes to every sink; they are not ours to check.
 SPARK_OWN_OPTIONS = frozenset({"checkpointlocation", "path", "paths", "queryname"})
@@ -40,56 +36,9 @@ _TOPIC_EXPRESSION = re.compile(r"^[A-Za-z0-9._\-]*(\{schema\})?([A-Za-z0-9._\-]*
 _TOPIC_NAME = re.compile(r"^[A-Za-z0-9._\-]{1,249}$")
 _TRANSACTIONAL_PREFIX = re.compile(r"^[A-Za-z0-9._\-]{1,200}$")
 
-# TiCDC sink-URI parameters that are Kafka client settings, as librdkafka names them.
-_URI_KAFKA_PARAMETERS = {
-    "kafka-client-id": "client.id",
-    "compression": "compression.type",
-    "sasl-user": "sasl.username",
-    "sasl-password": "sasl.password",
-    "sasl-mechanism": "sasl.mechanism",
-    "ca": "ssl.ca.location",
-    "cert": "ssl.certificate.location",
-    "key": "ssl.key.location",
-}
-# TiCDC sink-URI parameters that librdkafka has no use for (it negotiates them).
-_URI_IGNORED_PARAMETERS = frozenset(
-    {"kafka-version", "dial-timeout", "read-timeout", "write-timeout", "insecure-skip-verify", "required-acks"}
-)
-
 _SINK_OPTIONS = SinkConfig.option_fields()
 _PROTOCOL_OPTION_NAMES = {name for options in PROTOCOL_OPTIONS.values() for name in options.option_fields()}
 KNOWN_OPTIONS = tuple(sorted(set(_SINK_OPTIONS) | _PROTOCOL_OPTION_NAMES | {"sink-uri", "changefeed-config"}))
-
-
-def parse_sink_uri(uri: str) -> tuple[dict[str, str], dict[str, str]]:
-    """``kafka://h1:9092,h2:9092/topic?protocol=canal-json&...`` -> (options, kafka settings)."""
-    parts = urlsplit(uri)
-    if parts.scheme.lower() not in ("kafka", "kafka+ssl"):
-        raise ConfigError("sink-uri", uri, "expected kafka://host:port[,host:port]/topic?parameters")
-    hosts = parts.netloc.rpartition("@")[2]
-    if not hosts:
-        raise ConfigError("sink-uri", uri, "names no broker: write kafka://host:port/topic")
-    options: dict[str, str] = {}
-    kafka = {"bootstrap.servers": hosts}
-    topic = unquote(parts.path.lstrip("/"))
-    if topic:
-        options["topic"] = topic
-    if parts.scheme.lower() == "kafka+ssl":
-        kafka["security.protocol"] = "SSL"
-    for key, value in parse_qsl(parts.query, keep_blank_values=True):
-        key = key.lower()
-        if key in _URI_KAFKA_PARAMETERS:
-            kafka[_URI_KAFKA_PARAMETERS[key]] = value
-        elif key == "enable-tls":
-            if parse_bool("sink-uri parameter enable-tls", value):
-                kafka["security.protocol"] = "SSL"
-        elif key in _URI_IGNORED_PARAMETERS:
-            log.info("sink-uri parameter %s=%s is not needed by librdkafka and is ignored", key, mask(key, value))
-        else:
-            options[key] = value
-    if "sasl.mechanism" in kafka:
-        kafka["security.protocol"] = "SASL_SSL" if kafka.get("security.protocol") == "SSL" else "SASL_PLAINTEXT"
-    return options, kafka
 
 
 def _suggest(name: str) -> str:
@@ -108,7 +57,7 @@ def _check_agrees(key: str, value: str, uri_value: str | None) -> None:
 def parse_options(options: Mapping[str, str], *, reading: bool = False) -> SinkConfig:
     """Validate the data source options (Spark passes them case-insensitively).
 
-    ``reading``: for the reader (``source/options.py``), which takes the topics its own way and uses the
+    ``reading``: for the reader (``reader.py``), which takes the topics its own way and uses the
     config to decode: the sink's topic rules do not apply.
     """
     given = {str(k).lower(): str(v) for k, v in options.items() if v is not None}
@@ -221,7 +170,7 @@ def _build(values: dict[str, str], kafka: dict[str, str], registry: dict[str, st
     shared = SinkConfig(**parsed)
     protocol_options = options_class(**protocol_values).resolve(shared, reading=reading)
     if not reading:  # a reader finds TiCDC's marks and locations in the messages
-        _check_large_messages(shared, protocol_options)
+        _check_large_messages(shared)
     if not reading and "{" not in topic and not _TOPIC_NAME.match(topic):
         raise ConfigError("topic", topic, "a Kafka topic name is 1..249 characters of [A-Za-z0-9._-]")
     default_topic = parsed.get("default_topic")
@@ -250,9 +199,9 @@ def _build(values: dict[str, str], kafka: dict[str, str], registry: dict[str, st
     return SinkConfig(kafka_settings=tuple(sorted(kafka.items())), protocol_options=protocol_options, **parsed)
 
 
-def _check_large_messages(config: SinkConfig, protocol_options) -> None:
-    """TiCDC's rules for large-message-handle-option (pkg/config/large_message.go), in its words where it has
-    them."""
+def _check_large_messages(config: SinkConfig) -> None:
+    """TiCDC's rules for large-message-handle-option that hold for every protocol (pkg/config/large_message.go),
+    in its words where it has them; a protocol's own are in its options' ``resolve``."""
     option = config.large_message_handle_option
     if option == "none":
         return
@@ -260,13 +209,6 @@ def _check_large_messages(config: SinkConfig, protocol_options) -> None:
         raise ConfigError("large-message-handle-option", option,
                           f"large message handle is set to {option}, protocol is {config.protocol}, it's not "
                           f"supported (TiCDC supports it for {', '.join(LARGE_MESSAGE_PROTOCOLS)})")
-    if config.protocol == "canal-json" and not protocol_options.enable_tidb_extension:
-        raise ConfigError("large-message-handle-option", option,
-                          f"large message handle is set to {option}, protocol is canal-json, but "
-                          "enable-tidb-extension is false: set enable-tidb-extension=true (the mark is in _tidb)")
     if option == "claim-check" and not config.claim_check_storage_uri:
         raise ConfigError("claim-check-storage-uri", None, "large message handle is set to claim-check, but the "
                           "claim-check-storage-uri is empty: give a file:///path or s3://bucket/prefix URI")
-    if option == "claim-check" and config.claim_check_raw_value and config.protocol == "open-protocol":
-        raise ConfigError("claim-check-raw-value", "true", "large message handle is set to claim-check, raw value "
-                          "is not supported for the open protocol")

@@ -32,7 +32,7 @@ from pathlib import Path
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
-from .kafka import clients
+from ..kafka import clients
 
 __all__ = ["BrokerError", "BrokerProxy", "EmbeddedBroker", "tansu_binary"]
 

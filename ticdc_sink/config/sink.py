@@ -3,7 +3,8 @@
 It holds what every protocol shares (topics, dispatch, delivery, the input's
 columns, Kafka client settings); each protocol's own options are its
 ``protocol_options`` (the protocol package's ``options.py``).  How options and
-a ``sink-uri`` become a ``SinkConfig`` is ``options.py``.  ``SinkConfig``
+a ``sink-uri`` become a ``SinkConfig`` is ``sink_options.py``; which protocols
+exist is the codec registry's (``codec/__init__.py``).  ``SinkConfig``
 keeps secrets (librdkafka needs them) but its repr shows them masked
 (``redact``).
 """
@@ -13,16 +14,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import ConfigError
-from .option_values import APART, SETTINGS, OptionGroup, parse_choice
+from ..errors import ConfigError
+from .option_group import APART, SETTINGS, OptionGroup
 
-# The protocols with a codec in ticdc_sink.codec (a test keeps the two in step).
-PROTOCOLS = ("open-protocol", "canal-json", "avro", "debezium", "simple", "debezium-avro")
 DISPATCHERS = ("default", "table", "index-value", "ts", "columns")
 DELIVERY_MODES = ("exactly-once", "at-least-once")
 ORDER_CHECKS = ("warn", "error", "off")
 LARGE_MESSAGE_OPTIONS = ("none", "handle-key-only", "claim-check")
-LARGE_MESSAGE_PROTOCOLS = ("canal-json", "open-protocol", "simple")  # TiCDC's pkg/config/large_message.go
 COMPRESSIONS = ("none", "lz4", "snappy")  # TiCDC's pkg/compression
 _AT_LEAST_ONE = {"minimum": 1}
 
@@ -99,10 +97,6 @@ class SinkConfig(OptionGroup):
             self.ddl_column,
             self.ddl_type_column,
         )
-
-
-def parse_protocol(value: str) -> str:
-    return parse_choice("protocol", value, PROTOCOLS)
 
 
 def require_table_names(config: SinkConfig, has_schema_column: bool, has_table_column: bool) -> None:
