@@ -47,7 +47,8 @@ from ..shared.names import sanitize_name
 from ..shared.schema_registry import UsesSchemaRegistry, check_client_settings, confluent_header
 from .avro_schema import (connect_to_avro, decimal_precision, envelope_schema, key_schema, namespace, schema_text,
                           source_connect)
-from .encoder import CONNECTOR_VERSION, DebeziumEncoder
+from .encoder import DebeziumEncoder
+from .events import CONNECTOR_VERSION
 from .field_types import two_digit_years
 from .options import DebeziumOptions
 

@@ -11,6 +11,8 @@ precisions and YEAR widths from the statement for the columns the statement
 defines, so those lengths are null there when the statement gives none.  The
 sink knows the table from its options: the charset is TiDB's default
 (utf8mb4), and it has no column comments, defaults or auto-increment flags.
+The descriptions and the event's Connect schemas are structures (dicts in
+TiCDC's member order), which ``events.py`` puts in the event both encoders write.
 """
 
 from __future__ import annotations
@@ -19,7 +21,6 @@ from ...ddl.statements import defined_columns
 from ...table.mysql_types import INTEGER_KINDS, TABLE_CHARSET, default_width
 from ...table.schema import Column, TableSchema
 from ..shared import java_sql_types as java
-from ..shared.json_text import PLAIN, quote_json
 from .field_types import NO_UNSIGNED_SUFFIX
 
 # Debezium's tableChanges type per action (TiCDC debezium EncodeDDLEvent); other actions send no event.
@@ -64,57 +65,59 @@ def _default_width(kind: str) -> int | None:
     return _OTHER_DEFAULT_WIDTHS.get(kind) or default_width(kind)
 
 
-def _member(name: str, optional: bool, schema_type: str, rest: str = "") -> str:
+def _member(field: str, optional: bool, schema_type: str, /, **rest) -> dict:
     """A field of the DDL schemas, in the order TiCDC writes them there: field, optional, type."""
-    return f'{{"field":"{name}","optional":{str(optional).lower()},"type":"{schema_type}"{rest}}}'
+    return {"field": field, "optional": optional, "type": schema_type, **rest}
 
 
-def _items(name: str, fields: list[str]) -> str:
-    return f',"items":{{"name":"{name}","optional":false,"type":"struct","version":1,"fields":[{",".join(fields)}]}}'
+def _items(name: str, fields: list[dict]) -> dict:
+    return {"name": name, "optional": False, "type": "struct", "version": 1, "fields": fields}
 
 
-_STRINGS = ',"items":{"type":"string","optional":false}'
+_STRINGS = {"type": "string", "optional": False}
 _COLUMN_FIELDS = [_member(*field) for field in [
     ("name", False, "string"), ("jdbcType", False, "int32"), ("nativeType", True, "int32"),
     ("typeName", False, "string"), ("typeExpression", True, "string"), ("charsetName", True, "string"),
     ("length", True, "int32"), ("scale", True, "int32"), ("position", False, "int32"), ("optional", True, "boolean"),
     ("autoIncremented", True, "boolean"), ("generated", True, "boolean"), ("comment", True, "string"),
-    ("defaultValueExpression", True, "string")]] + [_member("enumValues", True, "array", _STRINGS)]
+    ("defaultValueExpression", True, "string")]] + [_member("enumValues", True, "array", items=_STRINGS)]
 _TABLE_FIELDS = [_member("defaultCharsetName", True, "string"),
-                 _member("primaryKeyColumnNames", True, "array", _STRINGS),
-                 _member("columns", False, "array", _items("io.debezium.connector.schema.Column", _COLUMN_FIELDS)),
+                 _member("primaryKeyColumnNames", True, "array", items=_STRINGS),
+                 _member("columns", False, "array",
+                         items=_items("io.debezium.connector.schema.Column", _COLUMN_FIELDS)),
                  _member("comment", True, "string")]
 _CHANGE_FIELDS = [_member("type", False, "string"), _member("id", False, "string"),
-                  _member("table", True, "struct", ',"name":"io.debezium.connector.schema.Table","version":1,'
-                                                   f'"fields":[{",".join(_TABLE_FIELDS)}]')]
+                  _member("table", True, "struct", name="io.debezium.connector.schema.Table", version=1,
+                          fields=_TABLE_FIELDS)]
 # The SchemaChangeValue fields after ``source``.
-VALUE_FIELDS = [_member("ts_ms", False, "int64"), _member("databaseName", True, "string"),
-                _member("schemaName", True, "string"), _member("ddl", True, "string"),
-                _member("tableChanges", False, "array", _items("io.debezium.connector.schema.Change", _CHANGE_FIELDS))]
-KEY_SCHEMA = ('{"type":"struct","name":"io.debezium.connector.mysql.SchemaChangeKey","optional":false,"version":1,'
-              f'"fields":[{_member("databaseName", False, "string")}]}}')
+_VALUE_FIELDS = [_member("ts_ms", False, "int64"), _member("databaseName", True, "string"),
+                 _member("schemaName", True, "string"), _member("ddl", True, "string"),
+                 _member("tableChanges", False, "array",
+                         items=_items("io.debezium.connector.schema.Change", _CHANGE_FIELDS))]
+KEY_SCHEMA = {"type": "struct", "name": "io.debezium.connector.mysql.SchemaChangeKey", "optional": False,
+              "version": 1, "fields": [_member("databaseName", False, "string")]}
 
 
-def _nullable(value) -> str:
-    return "null" if value is None else str(value)
+def value_schema(source: dict) -> dict:
+    """The SchemaChangeValue schema with the encoder's ``source`` schema (Debezium's, or Avro's named after the
+    database)."""
+    return {"optional": False, "type": "struct", "version": 1,
+            "name": "io.debezium.connector.mysql.SchemaChangeValue", "fields": [source, *_VALUE_FIELDS]}
 
 
-def table_json(table: TableSchema, statement: str) -> str:
+def describe_table(table: TableSchema, statement: str) -> dict:
     """``tableChanges[].table``: the table after ``statement``, which may define some of its columns."""
     defined = defined_columns(statement)
     # TiDB's primary key, in the key's order: a table without one names its first NOT NULL unique key.
-    primary = ",".join(quote_json(name, style=PLAIN) for name in table.tidb_primary_key)
-    columns = ",".join(column_json(c, position, defined.get(c.name.lower()))
-                       for position, c in enumerate(table.columns, start=1))
-    return (f'{{"defaultCharsetName":"{TABLE_CHARSET}","primaryKeyColumnNames":[{primary}],'
-            f'"columns":[{columns}],"comment":null}}')
+    return {"defaultCharsetName": TABLE_CHARSET, "primaryKeyColumnNames": list(table.tidb_primary_key),
+            "columns": [describe_column(c, position, defined.get(c.name.lower()))
+                        for position, c in enumerate(table.columns, start=1)],
+            "comment": None}
 
 
-def column_json(column: Column, position: int, definition: tuple[str, int | None] | None = None) -> str:
+def describe_column(column: Column, position: int, definition: tuple[str, int | None] | None = None) -> dict:
     """One column's entry; ``definition`` is (type word, width or precision) when the statement defines it."""
     t = column.type
-    elements = None if t.kind not in ("enum", "set") else (
-        "[" + ",".join(quote_json(f"'{e}'", style=PLAIN) for e in t.elements) + "]")
     name = t.base_name.upper()
     suffix = ""
     if t.kind not in NO_UNSIGNED_SUFFIX:
@@ -122,13 +125,13 @@ def column_json(column: Column, position: int, definition: tuple[str, int | None
     expression = name
     if t.kind == "double" and t.decimals:
         expression += f"({t.length or _default_width('double')},{t.decimals})"
-    charset = "null" if t.has_binary_charset else f'"{TABLE_CHARSET}"'
-    return (f'{{"name":{quote_json(column.name, style=PLAIN)},"jdbcType":{_jdbc_type(column)},"nativeType":null,'
-            f'"comment":null,"defaultValueExpression":null,"enumValues":{_nullable(elements)},'
-            f'"typeName":"{name}{suffix}","typeExpression":"{expression}{suffix}",'
-            f'"charsetName":{charset},"length":{_nullable(_length(column, definition))},'
-            f'"scale":{_nullable(_scale(column))},"position":{position},'
-            f'"optional":{str(column.nullable).lower()},"autoIncremented":false,"generated":false}}')
+    return {"name": column.name, "jdbcType": _jdbc_type(column), "nativeType": None, "comment": None,
+            "defaultValueExpression": None,
+            "enumValues": [f"'{e}'" for e in t.elements] if t.kind in ("enum", "set") else None,
+            "typeName": name + suffix, "typeExpression": expression + suffix,
+            "charsetName": None if t.has_binary_charset else TABLE_CHARSET,
+            "length": _length(column, definition), "scale": _scale(column), "position": position,
+            "optional": column.nullable, "autoIncremented": False, "generated": False}
 
 
 def _jdbc_type(column: Column) -> int:
