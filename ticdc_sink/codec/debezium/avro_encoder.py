@@ -14,15 +14,14 @@ Debezium's (``debezium/field_types.py``) in Avro types: days, epoch milli- or
 microseconds, TIMESTAMP as UTC text, TIME as microseconds, Connect's Decimal
 (or text), binary strings and BIT(n) as bytes.  Records are built a column at a
 time (``shared/avro_binary.py``).  Nothing is compressed, and large messages
-are refused, as in TiCDC.
+are refused, as in TiCDC.  With ``enable-tidb-extension`` and
+``avro-enable-watermark``, DDL and WATERMARK events are ``events.py``'s, written
+straight from its structures.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import functools
 import io
-import json
 from dataclasses import dataclass
 
 import fastavro
@@ -43,14 +42,11 @@ from ..base import Encoder
 from ..shared.assembly import row_messages
 from ..shared.avro_binary import (booleans, concat, decimal_bytes, fixed_width, length_prefixed, long_bytes, nullable,
                                   string_bytes, varints)
-from ..shared.names import sanitize_name
 from ..shared.schema_registry import UsesSchemaRegistry, check_client_settings, confluent_header
 from .avro_schema import (connect_to_avro, decimal_precision, envelope_schema, key_schema, namespace, schema_text,
                           source_connect)
-from .encoder import DebeziumEncoder
-from .events import CONNECTOR_VERSION
+from .events import CONNECTOR_VERSION, ControlEvents
 from .field_types import two_digit_years
-from .options import DebeziumOptions
 
 _NULL = b"\x00"  # a union's null branch
 _VALUE = b"\x02"  # a union's second branch
@@ -65,6 +61,7 @@ class DebeziumAvroEncoder(UsesSchemaRegistry, Encoder):
         super().__init__(config, table, **context)
         self._cluster = string_bytes(self.options.cluster_id)
         self._schemas: dict[tuple[str, str, str], _Headers] = {}
+        self._events = ControlEvents(config, table, self.clock)
         if table is None:  # control events only, and the sink sends none (avro_options.py)
             return
         check_client_settings(config)  # the client itself is built when the task first needs it
@@ -122,54 +119,42 @@ class DebeziumAvroEncoder(UsesSchemaRegistry, Encoder):
             known = self._schemas[(topic, database, table)] = _Headers(confluent_header(key), confluent_header(value))
         return known
 
-    # -- control events: TiCDC builds them as Debezium's JSON events and converts them (avro.go encodeAvroMessage)
+    # -- control events: ``events.py``'s documents, as TiCDC converts its Debezium JSON ones (avro.go
+    # encodeAvroMessage), their source the Avro branch's
 
     @property
     def _sends_control_events(self) -> bool:
         """TiCDC sends this protocol's DDL and watermarks with enable-tidb-extension and avro-enable-watermark."""
         return self.options.enable_tidb_extension and self.options.avro_enable_watermark
 
-    @functools.cached_property
-    def _json(self) -> DebeziumEncoder:
-        """The Debezium JSON encoder of the table, whose DDL and watermark events these are made from."""
-        options = DebeziumOptions(enable_tidb_extension=True, cluster_id=self.options.cluster_id)
-        return DebeziumEncoder(dataclasses.replace(self.config, protocol="debezium", protocol_options=options),
-                               self.table, clock=self.clock)
-
     def ddl_type(self, ddl: DDLChange) -> str | None:
-        return self._json.ddl_type(ddl) if self._sends_control_events else None
+        return self._events.ddl_type(ddl) if self._sends_control_events else None
 
     def check_ddl(self, ddl: DDLChange) -> None:
         if self._sends_control_events:
-            self._json.check_ddl(ddl)
+            self._events.check_ddl(ddl)
 
     def encode_ddl(self, ddl: DDLChange, topic: str) -> Messages | None:
         """Debezium's schema-change event in Avro, to every partition of the topic (its source named after the
         database)."""
-        messages = self._json.encode_ddl(ddl, topic) if self._sends_control_events else None
-        if messages is None:
+        if not self._sends_control_events:
             return None
-        space = namespace(self.options.cluster_id, ddl.database)
-        return Messages.one(topic, BROADCAST, self._converted(messages.keys[0].as_py(), None),
-                            self._converted(messages.values[0].as_py(), space))
+        event = self._events.ddl_event(ddl, source_connect(namespace(self.options.cluster_id, ddl.database)))
+        if event is None:
+            return None
+        key, value = event
+        return Messages.one(topic, BROADCAST, self._written(key), self._written(value))
 
     def encode_watermark(self, ts: int, topics: list[str]) -> Messages | None:
         """Debezium's WATERMARK (``op`` m) in Avro, to every partition of every topic."""
         if not self._sends_control_events:
             return None
-        messages = self._json.encode_watermark(ts, topics)
-        space = f"{sanitize_name(self.options.cluster_id)}.watermark"
-        return Messages.to_every_partition(topics, self._converted(messages.keys[0].as_py(), None),
-                                           self._converted(messages.values[0].as_py(), space))
+        key, value = self._events.watermark(ts, source_connect(self._events.watermark_name))
+        return Messages.to_every_partition(topics, self._written(key), self._written(value))
 
-    def _converted(self, message: str, source_space: str | None) -> bytes:
-        """A Debezium JSON event as TiCDC converts it: its schema to Avro (the source replaced by the Avro
-        branch's, named in ``source_space``), registered under its own name, and its payload in that schema."""
-        document = json.loads(message)
+    def _written(self, document: dict) -> bytes:
+        """An event in Avro: its Connect schema converted, registered under its own name, its payload in it."""
         connect = document["schema"]
-        if source_space is not None:
-            connect["fields"] = [source_connect(source_space) if field["field"] == "source" else field
-                                 for field in connect["fields"]]
         avro = connect_to_avro(connect)
         schema_id = self.registry.register(connect["name"], schema_text(avro), f"the schema {connect['name']}")
         out = io.BytesIO()
