@@ -91,6 +91,7 @@ class ControlEvents:
         self._unsent_actions: set[str] = set()
 
     def watermark(self, ts: int, source) -> tuple[dict, dict]:
+        """The WATERMARK at ``ts``: an empty key, and the rows' envelope with no rows and ``op`` m."""
         payload = {"source": source_payload(self.cluster, tso_physical_ms(ts), "", "", ts), "ts_ms": self.clock(),
                    "transaction": None, "op": "m"}
         return ({"payload": {}, "schema": key_schema(self.watermark_name, [])},
