@@ -114,7 +114,11 @@ def test_a_transactional_id_prefix_needs_its_own_acl_and_the_marker_groups_keep_
     acls = documented_acls(names)
     acls["Write on the transactional ids"] = ("TRANSACTIONAL_ID", "orders-sink-", "PREFIXED", "WRITE")
     grant(admin, acls.values())
-    write(spark, sink_options(cluster, names, **{"transactional-id-prefix": "orders-sink"}))
+    options = sink_options(cluster, names, **{"transactional-id-prefix": "orders-sink"})
+    write(spark, options)
+    back = spark.read.format("ticdc").options(**options).load()
+    assert [(r["_commit_ts"], r["id"]) for r in back.orderBy("_commit_ts", "id").collect()] == [
+        (r["_commit_ts"], r["id"]) for r in ROWS]
 
 
 @pytest.mark.parametrize("missing, refusal", [
