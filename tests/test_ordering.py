@@ -110,7 +110,7 @@ def test_order_changes_keeps_each_keys_chain_in_topic_order(spark, broker, topic
     if partition != "table" and not HAS_ARROW_UDF:
         with pytest.raises(ConfigError, match="order_changes needs pyspark 4.1 or newer for this dispatcher"):
             order_changes(df, sink)
-        return
+        pytest.skip("pyspark < 4.1 has no arrow_udf: order_changes refuses the index-value dispatcher (checked)")
     prepared = order_changes(df, sink)
     assert prepared.rdd.getNumPartitions() == 3  # one Spark partition per Kafka partition
     prepared.write.format("ticdc").mode("append").options(**sink).save()
@@ -131,7 +131,7 @@ def test_order_changes_on_a_stream(spark, broker, topic, tmp_path):
     if not HAS_ARROW_UDF:
         with pytest.raises(ConfigError, match="order_changes needs pyspark 4.1 or newer for this dispatcher"):
             order_changes(stream, sink)
-        return
+        pytest.skip("pyspark < 4.1 has no arrow_udf: order_changes refuses the index-value dispatcher (checked)")
     query = order_changes(stream, sink).writeStream.format("ticdc").options(**sink) \
         .option("checkpointLocation", str(tmp_path / "chk")).trigger(availableNow=True).start()
     query.awaitTermination(180)
