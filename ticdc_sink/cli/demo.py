@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from decimal import Decimal
 from typing import Iterator, Mapping
 
+from ..codec.base import Decoder
 from ..codec.open_protocol.frames import split_frame
 from ..codec.shared.schema_registry import SchemaRegistry, subject
 from ..embedded.broker import EmbeddedBroker
@@ -98,66 +99,81 @@ def _wire_hex(data: bytes | None) -> str:
     return f"{data[:1].hex()} | schema id {int.from_bytes(data[1:5], 'big')} | {data[5:].hex(' ')}"
 
 
-def explain_topic(messages: list, protocol: str, schema_registry: str | None = None, compression: str = "none") -> None:
+# What each protocol's message is, as a reader meets it on the wire.
+_WIRE_FORMATS = {
+    "open-protocol": "an Open Protocol message packs events ({events} here): its key is the version (8 bytes "
+                     "big-endian, 1) then each event key after its 8-byte length, its value each event value after "
+                     "its length; below, the events of one message share its partition@offset",
+    "avro": "an Avro message is in the Confluent wire format: byte 00, the schema's registry id (4 bytes "
+            "big-endian), then the Avro binary of one record; the key holds the row's key (here the primary "
+            "key), the value every column and the TiDB extension fields (_tidb_op, commit ts, physical time)",
+    "debezium-avro": "a debezium-avro message is in the Confluent wire format (byte 00, the schema's registry id, "
+                     "the Avro binary): its key a record of the row's key, its value Debezium's envelope (before, "
+                     "after, source with the commit ts, op c/u/d, ts_ms), under the subjects <topic>-key and "
+                     "<topic>-value; TiCDC sends its DDL and watermarks for its own tests only, so the feed's ALTER "
+                     "TABLE is not in the topic",
+    "debezium": "a Debezium message is JSON: its key holds the row's key columns (here the primary key), its value "
+                "the change (source block with the commit ts, op c/u/d, before and after rows), each with the "
+                "Kafka Connect schema that types it; the DDL is a SchemaChangeValue event on every partition",
+    "simple": "a Simple message has no key; each partition opens with a BOOTSTRAP (the table's schema, "
+              "tableSchema), and a row carries only its schemaVersion: a consumer decodes rows once it holds "
+              "the schema of that version, from a BOOTSTRAP or a DDL (encoding-format=avro: TiCDC's Avro schema, "
+              "the bytes below in hex)",
+}
+_AVRO_HAS_NO_CONTROL_EVENTS = (
+    "Avro has no DDL or watermark events (TiCDC sends none in this protocol), so the feed's ALTER TABLE is not in "
+    "the topic; a DELETE is its key and a null value (a Kafka tombstone), and an UPDATE carries the new row only")
+
+
+def explain_topic(messages: list, protocol: str, decoder: Decoder, schema_registry: str | None = None,
+                  compression: str = "none") -> None:
     """What a reader of the topic meets before the decoded events: a raw message, offset gaps, watermarks."""
     first = next((m for m in messages if m.value() is not None), messages[0])
     say(f"one message as it is on the wire (partition {first.partition()}, offset {first.offset()}):")
-    if compression != "none" and protocol not in ("avro", "debezium-avro"):
+    registered = uses_registry(protocol)
+    if compression != "none" and not registered:  # TiCDC compresses no Confluent-framed message
         say(f"large-message-handle-compression={compression}: what TiCDC compresses of a {protocol} message is in "
             f"{compression}'s bytes below; a consumer must be told (nothing in the message says so)")
     if protocol == "open-protocol":
         keys, values = split_frame(first.key()), split_frame(first.value(), versioned=False)
-        say(f"an Open Protocol message packs events ({len(keys)} here): its key is the version (8 bytes "
-            "big-endian, 1) then each event key after its 8-byte length, its value each event value after its "
-            "length; below, the events of one message share its partition@offset")
+        say(_WIRE_FORMATS[protocol].format(events=len(keys)))
         for number, (key, value) in enumerate(zip(keys, values), start=1):
             print(f"  event {number} key:   {_wire_text(key)}")
             print(f"  event {number} value: {_wire_text(value)}", flush=True)
-    elif protocol == "avro":
-        say("an Avro message is in the Confluent wire format: byte 00, the schema's registry id (4 bytes "
-            "big-endian), then the Avro binary of one record; the key holds the row's key (here the primary "
-            "key), the value every column and the TiDB extension fields (_tidb_op, commit ts, physical time)")
+    elif registered:
+        say(_WIRE_FORMATS[protocol])
         print(f"  key:   {_wire_hex(first.key())}")
         print(f"  value: {_wire_hex(first.value())}", flush=True)
-        if first.value() is not None:
-            value_id = int.from_bytes(first.value()[1:5], "big")
-            registry = SchemaRegistry.at(schema_registry)
-            try:
-                schema = registry.schema_text(value_id)
-            finally:
-                registry.close()
-            print(f"  value schema {value_id} (subject {subject(first.topic(), 'value')}): {schema}", flush=True)
-        say("Avro has no DDL or watermark events (TiCDC sends none in this protocol), so the feed's ALTER TABLE "
-            "is not in the topic; a DELETE is its key and a null value (a Kafka tombstone), and an UPDATE "
-            "carries the new row only")
-    elif protocol == "debezium-avro":
-        say("a debezium-avro message is in the Confluent wire format (byte 00, the schema's registry id, the Avro "
-            "binary): its key a record of the row's key, its value Debezium's envelope (before, after, source with "
-            "the commit ts, op c/u/d, ts_ms), under the subjects <topic>-key and <topic>-value; TiCDC sends its DDL "
-            "and watermarks for its own tests only, so the feed's ALTER TABLE is not in the topic")
-        print(f"  key:   {_wire_hex(first.key())}")
-        print(f"  value: {_wire_hex(first.value())}", flush=True)
+        if protocol == "avro":
+            _show_value_schema(first, schema_registry)
+            say(_AVRO_HAS_NO_CONTROL_EVENTS)
     else:
-        if protocol == "debezium":
-            say("a Debezium message is JSON: its key holds the row's key columns (here the primary key), its value "
-                "the change (source block with the commit ts, op c/u/d, before and after rows), each with the "
-                "Kafka Connect schema that types it; the DDL is a SchemaChangeValue event on every partition")
-        elif protocol == "simple":
-            say("a Simple message has no key; each partition opens with a BOOTSTRAP (the table's schema, "
-                "tableSchema), and a row carries only its schemaVersion: a consumer decodes rows once it holds "
-                "the schema of that version, from a BOOTSTRAP or a DDL (encoding-format=avro: TiCDC's Avro schema, "
-                "the bytes below in hex)")
-        avro_bytes = protocol == "simple" and first.value()[:1] == b"\x16"
+        if protocol in _WIRE_FORMATS:
+            say(_WIRE_FORMATS[protocol])
+        avro_bytes = protocol == "simple" and first.value()[:1] == b"\x16"  # encoding-format=avro
         print(f"  key:   {_wire_text(first.key())}")
         print(f"  value: {first.value().hex(' ') if avro_bytes else _wire_text(first.value())}", flush=True)
     say("offsets skip numbers: the sink writes in Kafka transactions, and each committed transaction "
         "leaves a control record (its commit marker) that takes an offset but holds no message")
-    if protocol not in ("avro", "debezium-avro"):
+    if decoder.carries_watermarks:
         say("WATERMARK ts is a TiDB TSO, physical milliseconds << 18 | logical counter (its UTC wall time is "
             "shown next to it): every change committed up to ts is in the partition before the watermark")
     enums = ("ENUM values as the decoder restores them, TiDB's index, with the name the message carries"
              if protocol == "avro" else "ENUM numbers with their names from column-types")
     say(f"the decoded {protocol} events ({enums}):")
+
+
+def _show_value_schema(message, schema_registry: str) -> None:
+    """The registered schema of an Avro message's value, as the registry gives it."""
+    if message.value() is None:
+        return
+    value_id = int.from_bytes(message.value()[1:5], "big")
+    registry = SchemaRegistry.at(schema_registry)
+    try:
+        schema = registry.schema_text(value_id)
+    finally:
+        registry.close()
+    print(f"  value schema {value_id} (subject {subject(message.topic(), 'value')}): {schema}", flush=True)
 
 
 @contextmanager
@@ -244,9 +260,10 @@ def _demo(protocol: str, bootstrap_servers: str | None, topic: str, schema_regis
                                  within=token_within(options))
         if not messages:
             raise CommandError(f"topic {topic!r} on {bootstrap_servers} has no messages")
-        explain_topic(messages, protocol, schema_registry, options.get("large-message-handle-compression", "none"))
-        count = print_events(messages, protocol_decoder(protocol, schema_registry, {**DEMO_OPTIONS, **options}),
-                             enum_set_types(DEMO_COLUMN_TYPES))
+        decoder = protocol_decoder(protocol, schema_registry, {**DEMO_OPTIONS, **options})
+        explain_topic(messages, protocol, decoder, schema_registry,
+                      options.get("large-message-handle-compression", "none"))
+        count = print_events(messages, decoder, enum_set_types(DEMO_COLUMN_TYPES))
         say(f"{count} message(s) decoded")
         show_read_back(spark, bootstrap_servers, protocol, topic, schema_registry, options,
                        embedded=broker is not None)
