@@ -17,7 +17,7 @@ import uuid
 import pytest
 from pyspark.errors import PySparkException
 
-from kafka_server import KafkaCluster, ToolMissing
+from started_kafka import started_kafka
 from test_spark_sink import CHANGES, row
 from ticdc_sink.errors import TiCDCSinkError
 
@@ -30,13 +30,7 @@ LATER_ROWS = [row(i, ts=10 + i) for i in range(1, 5)]
 
 @pytest.fixture(scope="module")
 def cluster():
-    kafka = KafkaCluster(1, ADMIN, users=dict([SINK]), acls=True)
-    try:
-        kafka.start()
-    except ToolMissing as e:
-        pytest.skip(f"no Apache Kafka with an authorizer: {e}")
-    yield kafka
-    kafka.stop()
+    yield from started_kafka("Apache Kafka with an authorizer", 1, ADMIN, users=dict([SINK]), acls=True)
 
 
 @pytest.fixture

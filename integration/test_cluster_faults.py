@@ -40,7 +40,8 @@ from confluent_kafka import IsolationLevel
 
 from exactly_once_checks import (KEYS, STEPS, Results, Run, assert_exactly_once_in_order, batch_committed_at,
                                  new_run, read_back, sink_options, watermark_of)
-from kafka_server import KafkaCluster, ToolMissing
+from kafka_server import KafkaCluster
+from started_kafka import started_kafka
 from processes import command, connected_to, descendants, in_session, parents
 from spark_cluster import SparkCluster
 
@@ -55,13 +56,7 @@ RESULTS = Results("cluster-faults")
 
 @pytest.fixture(scope="module")
 def kafka():
-    cluster = KafkaCluster(1)
-    try:
-        cluster.start()
-    except ToolMissing as e:
-        pytest.skip(f"no Kafka for the cluster fault suite: {e}")
-    yield cluster
-    cluster.stop()
+    yield from started_kafka("Kafka for the cluster fault suite", 1)
     RESULTS.write()
 
 

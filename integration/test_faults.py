@@ -34,7 +34,7 @@ import processes
 import pytest
 from exactly_once_checks import (ARROW_BATCH_ROWS, BROKER_TIMEOUT_MS, KEYS, Results, Run, assert_exactly_once_in_order,
                                  batch_committed_at, new_run, sink_options, start_query)
-from kafka_server import KafkaCluster, ToolMissing
+from started_kafka import started_kafka
 from processes import command, connected_to, descendants, parents
 from pyspark import cloudpickle
 from pyspark.sql import functions as F
@@ -52,13 +52,7 @@ record = RESULTS.record
 
 @pytest.fixture(scope="module")
 def cluster():
-    kafka = KafkaCluster(3)
-    try:
-        kafka.start()
-    except ToolMissing as e:
-        pytest.skip(f"no three-node Kafka for the fault suite: {e}")
-    yield kafka
-    kafka.stop()
+    yield from started_kafka("three-node Kafka for the fault suite", 3)
     RESULTS.write()
 
 

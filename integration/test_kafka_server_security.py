@@ -28,7 +28,8 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kafka_server import OAUTH_CLIENT, KafkaCluster, ToolMissing, kafka_classpath
+from kafka_server import OAUTH_CLIENT, ToolMissing, kafka_classpath
+from started_kafka import started_kafka
 from oauth_server import TokenServer, fetch_token
 from processes import descendants
 
@@ -38,13 +39,7 @@ SCRIPT = Path(__file__).with_name("kafka_server.py")
 
 def started(**security):
     """A one-node cluster with this security until its tests are done; a skip without java and mvn."""
-    kafka = KafkaCluster(1, **security)
-    try:
-        kafka.start()
-    except ToolMissing as e:
-        pytest.skip(f"no Apache Kafka with a secured listener: {e}")
-    yield kafka
-    kafka.stop()
+    yield from started_kafka("Apache Kafka with a secured listener", 1, **security)
 
 
 @pytest.fixture(scope="class")  # a class of tests each, so one cluster at a time
