@@ -12,14 +12,9 @@ version. The messages follow the registry's wording, because clients and tests c
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from .schema_registry_errors import INVALID_COMPATIBILITY, RegistryError
 from .schema_registry_resolution import Incompatibility, ReaderWriterCheck
-from .schema_registry_schema import StoredSchema
-
-if TYPE_CHECKING:
-    from .schema_registry_store import SubjectVersion
+from .schema_registry_schema import StoredSchema, SubjectVersion
 
 DEFAULT_COMPATIBILITY = "BACKWARD"
 COMPATIBILITY_LEVELS = frozenset(

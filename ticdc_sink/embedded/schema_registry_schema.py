@@ -30,6 +30,16 @@ class StoredSchema:
     named: dict  # full name -> parsed named type, including those from references
 
 
+@dataclass
+class SubjectVersion:
+    """Version ``version`` of ``subject``; a soft delete only marks it ``deleted``."""
+
+    subject: str
+    version: int
+    schema: StoredSchema
+    deleted: bool = False
+
+
 def _strip_private(node):
     """fastavro's parsed form minus its private keys, with a bare {"type": primitive} as the primitive."""
     if isinstance(node, list):

@@ -10,35 +10,16 @@ Deletes are soft first, permanent (``permanent=True``) only after that, and refu
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from .schema_registry_compatibility import incompatibilities, level_from
-from .schema_registry_errors import (
-    INVALID_VERSION,
-    SCHEMA_NOT_FOUND,
-    SUBJECT_COMPATIBILITY_NOT_CONFIGURED,
-    SUBJECT_NOT_SOFT_DELETED,
-    SUBJECT_SOFT_DELETED,
-    VERSION_NOT_SOFT_DELETED,
-    VERSION_SOFT_DELETED,
-    RegistryError,
-    reference_exists,
-    subject_not_found,
-    version_not_found,
-)
-from .schema_registry_schema import StoredSchema, parse_schema
+from .schema_registry_errors import (INVALID_VERSION, SCHEMA_NOT_FOUND, SUBJECT_COMPATIBILITY_NOT_CONFIGURED,
+                                     SUBJECT_NOT_SOFT_DELETED, SUBJECT_SOFT_DELETED, VERSION_NOT_SOFT_DELETED,
+                                     VERSION_SOFT_DELETED, RegistryError, reference_exists, subject_not_found,
+                                     version_not_found)
+from .schema_registry_schema import StoredSchema, SubjectVersion, parse_schema
 
 _MAX_VERSION = 2**31 - 1
 
 
-@dataclass
-class SubjectVersion:
-    """Version ``version`` of ``subject``; a soft delete only marks it ``deleted``."""
-
-    subject: str
-    version: int
-    schema: StoredSchema
-    deleted: bool = False
 
 
 def _version_id(text: str) -> int | None:
