@@ -67,9 +67,10 @@ import pyarrow.parquet as pq
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 
-from baselines import (HANDWRITTEN, PRODUCE_CALLS, STANDARD_SERIALIZER, AvroTarget, DrainDataSource,  # noqa: E402
-                       canal_json_by_from_json, canal_json_by_python_udf, drained, produce_all, serializer_choices)
+from baselines import (PRODUCE_CALLS, DrainDataSource, canal_json_by_from_json, canal_json_by_python_udf,  # noqa: E402
+                       drained, produce_all)
 from feed import BENCHED, sink_options, spark_schema, topic_written, write_feed  # noqa: E402
+from handwritten import HANDWRITTEN, STANDARD_SERIALIZER, AvroTarget, serializer_choices  # noqa: E402
 
 from ticdc_sink import order_changes
 from ticdc_sink.changes.contract import ChangeBatchBuilder, InputLayout
@@ -102,6 +103,9 @@ DRAIN = "Python sink that drops its input (bench-drain)"
 RSS = "peak worker RSS"
 CHECK_ROWS = 5_000  # rows whose hand-written Avro and Debezium messages must be the sink's, byte for byte
 ENCODE_TOPIC = "bench"  # the topic (avro: its stem) of the encode-only runs, which write nowhere
+# What the Spark workers import: the hand-written job's encoders, the drain and the UDF baseline (``baselines.py``).
+WORKER_MODULES = ("feed.py", "handwritten.py", "handwritten_values.py", "handwritten_json.py", "handwritten_avro.py",
+                  "handwritten_simple.py", "baselines.py")
 KAFKA_SERVER = BENCH.parent / "integration" / "kafka_server.py"
 KAFKA_SOURCE = "org.apache.spark:spark-sql-kafka-0-10_2.13"  # Spark's Kafka source, at pyspark's version if served
 KAFKA_SOURCE_SERVED = "4.2.0"  # else the newest Maven Central serves (in 2026-11: none for pyspark 4.3)
@@ -443,7 +447,7 @@ def local_spark(extra: dict[str, str] | None = None):
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
-    for module in ("feed.py", "baselines.py"):  # the hand-written job imports them on the workers
+    for module in WORKER_MODULES:
         spark.sparkContext.addPyFile(str(BENCH / module))
     return spark
 
@@ -591,8 +595,8 @@ def spark_jobs(spark, path: Path, rows: int, bootstrap_servers: str, protocols: 
 def _handwritten_partition(bootstrap_servers: str, topic: str, protocol: str, partitions: int,
                            avro: AvroTarget | None):
     def send(rows):
-        from baselines import HANDWRITTEN, STANDARD_SERIALIZER, serializer_choices
         from confluent_kafka import Producer
+        from handwritten import HANDWRITTEN, STANDARD_SERIALIZER, serializer_choices
 
         producer = Producer({"bootstrap.servers": bootstrap_servers, "enable.idempotence": True, "acks": "all",
                              "linger.ms": 5})
