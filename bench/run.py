@@ -9,7 +9,7 @@
 Measures, on the standard change feed (``feed.py``):
   - encode-only rows/s and MB/s of every implemented protocol's encoder, and of
     the hand-written per-row encoder of the same messages (dict + json.dumps /
-    orjson.dumps, or confluent-kafka's AvroSerializer, ``baselines.py``; the
+    orjson.dumps, or confluent-kafka's AvroSerializer, ``handwritten.py``; the
     Avro and Debezium ones are first checked to write the sink's bytes);
   - the bare output limit per protocol: its pre-encoded messages, in the
     partitions the sink gives them, produced by bare confluent-kafka loops
@@ -67,10 +67,11 @@ import pyarrow.parquet as pq
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 
-from baselines import (PRODUCE_CALLS, DrainDataSource, canal_json_by_from_json, canal_json_by_python_udf,  # noqa: E402
-                       drained, produce_all)
+from drain import DrainDataSource, drained  # noqa: E402
 from feed import BENCHED, sink_options, spark_schema, topic_written, write_feed  # noqa: E402
 from handwritten import HANDWRITTEN, STANDARD_SERIALIZER, AvroTarget, serializer_choices  # noqa: E402
+from limits import PRODUCE_CALLS, produce_all  # noqa: E402
+from read_baselines import canal_json_by_from_json, canal_json_by_python_udf  # noqa: E402
 
 from ticdc_sink import order_changes
 from ticdc_sink.changes.contract import ChangeBatchBuilder, InputLayout
@@ -103,9 +104,9 @@ DRAIN = "Python sink that drops its input (bench-drain)"
 RSS = "peak worker RSS"
 CHECK_ROWS = 5_000  # rows whose hand-written Avro and Debezium messages must be the sink's, byte for byte
 ENCODE_TOPIC = "bench"  # the topic (avro: its stem) of the encode-only runs, which write nowhere
-# What the Spark workers import: the hand-written job's encoders, the drain and the UDF baseline (``baselines.py``).
+# What the Spark workers import: the hand-written job's encoders, the drain and the UDF read baseline.
 WORKER_MODULES = ("feed.py", "handwritten.py", "handwritten_values.py", "handwritten_json.py", "handwritten_avro.py",
-                  "handwritten_simple.py", "baselines.py")
+                  "handwritten_simple.py", "drain.py", "read_baselines.py")
 KAFKA_SERVER = BENCH.parent / "integration" / "kafka_server.py"
 KAFKA_SOURCE = "org.apache.spark:spark-sql-kafka-0-10_2.13"  # Spark's Kafka source, at pyspark's version if served
 KAFKA_SOURCE_SERVED = "4.2.0"  # else the newest Maven Central serves (in 2026-11: none for pyspark 4.3)
@@ -361,7 +362,7 @@ def _broker_cpu() -> float:
 def bare_producer(bootstrap_servers: str, protocol: str, path: Path, rows: int, registry: str | None,
                   call: str, processes: int) -> Result:
     """The protocol's messages (the sink's, in the partitions its dispatcher gives them), encoded before timing,
-    produced by bare loops making ``call`` (``baselines.PRODUCE_CALLS``), in ``processes`` processes, each
+    produced by bare loops making ``call`` (``limits.PRODUCE_CALLS``), in ``processes`` processes, each
     with its share of the rows, to a topic of ``TOPIC_PARTITIONS`` partitions."""
     options = sink_options(bootstrap_servers, f"bench-bare-{protocol}-{uuid.uuid4().hex[:8]}", protocol=protocol,
                            schema_registry=registry)
@@ -792,7 +793,7 @@ def measured_read(name: str, frame_of, section: str = "read") -> Result:
 
 
 def canal_json_baselines(spark, bootstrap_servers: str, topic: str) -> dict[str, Callable]:
-    """The queries a user would write over Spark's Kafka source without the reader (``baselines.py``)."""
+    """The queries a user would write over Spark's Kafka source without the reader (``read_baselines.py``)."""
     def kafka():
         return (spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap_servers)
                 .option("subscribe", topic).option("startingOffsets", "earliest").load())
@@ -1158,7 +1159,7 @@ def stage_table(results: list[Result], drain: Result | None) -> list[str]:
                      + f" | {sum(costs.values()):.1f} | {spark_python} |")
     lines += ["", "Microseconds of CPU per row. receive: the Python thread's CPU per row, taking the Arrow batches "
               "from Spark, in the tasks of a Spark job over the same feed whose sink drops them (`bench-drain`, "
-              f"`baselines.py`); {WORKER}: the rest of that job's Python worker CPU (starting workers, pyspark "
+              f"`drain.py`); {WORKER}: the rest of that job's Python worker CPU (starting workers, pyspark "
               "planning and committing the write), which any Python sink pays, mostly fixed per job and shown per "
               "row of the feed. The other stages: the task's "
               "own clock (`ticdc_sink/costs.py`: the Python thread's CPU per stage; librdkafka: the process's other "
@@ -1312,7 +1313,7 @@ def read_section(reads: ReadRuns, args, registry_name: str | None) -> str:
         "nothing when given it (`.schema(...)`). The baselines read the same Canal-JSON topic with Spark's Kafka "
         f"source (`{reads.kafka_source}`, `spark.jars.packages`{served}) in the same session, into the "
         "same columns (op, commit ts, database, table, each column in its Spark type, an update's old row; "
-        "`baselines.py`): `from_json` with a hand-written schema; a Python UDF with `json.loads` and a tuple per row "
+        "`read_baselines.py`): `from_json` with a hand-written schema; a Python UDF with `json.loads` and a tuple per row "
         "built by hand (`mapInPandas` and `mapInArrow` need pandas, which this venv lacks). Every read gave the "
         "feed's rows (checked). " + (f"Each row is the median of {turns} turns in rotation (Canal-JSON's after a "
                                      "warm-up turn)." if turns > 1 else "Each row is one run."),

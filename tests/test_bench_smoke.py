@@ -13,7 +13,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
-from baselines import PRODUCE_CALLS  # noqa: E402
+from limits import PRODUCE_CALLS  # noqa: E402
 
 
 @pytest.mark.spark
