@@ -1,9 +1,19 @@
-"""The bare limit of the output path: the sink's own messages, encoded before timing, produced by bare
-confluent-kafka loops (``produce_all``), by each of the produce calls."""
+"""The limits of the output path: the sink's own messages, encoded before timing, produced by bare
+confluent-kafka loops (``produce_all``) with each of the produce calls, then with the fastest in one process
+and in one per core. The faster of the two is the rate no sink can beat on this machine."""
 
 from __future__ import annotations
 
+import multiprocessing
 import time
+from pathlib import Path
+
+from common import CORES, Result, create_topic, delete_topic, read_feed, say, unique_topic
+from encode import routed_messages
+from feed import sink_options, topic_written
+from process_meters import broker_cpu
+
+BARE = "bare producer"
 
 
 PRODUCE_CALLS = {  # the ways confluent-kafka takes messages, each timed by ``produce_all``
@@ -76,3 +86,67 @@ def _produce_batches(producer, topic: str, messages: list[tuple[int, bytes | Non
                 batch = refused
             producer.poll(0)
 
+
+def _bare_producer_worker(args) -> tuple[float, float]:
+    """The seconds of producing one share of the messages, and the CPU the process (librdkafka's threads
+    included) spent on it."""
+    options, path, part, parts, call = args
+    table = read_feed(path)
+    rows = table.num_rows
+    mine = table.slice(part * rows // parts, (part + 1) * rows // parts - part * rows // parts)
+    messages = routed_messages(mine, options)
+    cpu = time.process_time()
+    seconds = produce_all({"bootstrap.servers": options["kafka.bootstrap.servers"]}, topic_written(options),
+                          messages, call)
+    return seconds, time.process_time() - cpu
+
+
+def processes_text(processes: int) -> str:
+    """How a bare producer run's name ends: its process count."""
+    return f"{processes} process{'es' * (processes > 1)}"
+
+
+def bare_producer(bootstrap_servers: str, protocol: str, path: Path, rows: int, registry: str | None,
+                  call: str, processes: int) -> Result:
+    """The protocol's messages (the sink's, in the partitions its dispatcher gives them), encoded before timing,
+    produced by bare loops making ``call`` (``limits.PRODUCE_CALLS``), in ``processes`` processes, each
+    with its share of the rows, to a topic of ``TOPIC_PARTITIONS`` partitions."""
+    options = sink_options(bootstrap_servers, unique_topic(f"bench-bare-{protocol}"), protocol=protocol,
+                           schema_registry=registry)
+    create_topic(bootstrap_servers, topic_written(options))
+    context = multiprocessing.get_context("spawn")
+    with context.Pool(processes) as pool:
+        started, broker_before = time.perf_counter(), broker_cpu()  # the broker idles while the messages are encoded
+        shares = pool.map(_bare_producer_worker, [(options, path, p, processes, call) for p in range(processes)])
+        wall, broker_used = time.perf_counter() - started, broker_cpu() - broker_before
+    delete_topic(bootstrap_servers, topic_written(options))
+    used = {"Python": sum(cpu for _, cpu in shares), "JVM": 0.0, "broker": broker_used}
+    return Result("e2e", f"{BARE} {protocol}, {PRODUCE_CALLS[call]}, {processes_text(processes)}",
+                  rows, max(seconds for seconds, _ in shares), cpu=used,
+                  note=f"produce time only (the whole step, encoding included, took {wall:.1f} s); CPU s while "
+                       f"producing: Python and librdkafka {used['Python']:.1f}, broker {broker_used:.1f}")
+
+
+def bare_producer_runs(bootstrap_servers: str, protocols: list[str], path: Path, rows: int,
+                       registry: str | None) -> list[Result]:
+    """The produce calls compared in one process on Canal-JSON's messages (one per row), or the first protocol's;
+    then with the fastest call, every protocol in one process and in one per core. The limit is the faster."""
+    first = "canal-json" if "canal-json" in protocols else protocols[0]
+    say(f"bare producer: the produce calls compared ({first}, one process)")
+    compared = {call: bare_producer(bootstrap_servers, first, path, rows, registry, call, 1)
+                for call in PRODUCE_CALLS}
+    best = min(compared, key=lambda call: compared[call].seconds)
+    results = list(compared.values())
+    for protocol in protocols:
+        for processes in sorted({1, CORES}):
+            if protocol == first and processes == 1:
+                continue  # measured among the calls
+            say(f"bare producer limit {protocol}, {processes} process(es)")
+            results.append(bare_producer(bootstrap_servers, protocol, path, rows, registry, best, processes))
+    return results
+
+
+def bare_limit(results: list[Result], protocol: str) -> Result | None:
+    """The fastest bare producer run of ``protocol``: the output limit."""
+    return max((r for r in results if r.section == "e2e" and r.name.startswith(f"{BARE} {protocol},")),
+               key=lambda r: r.rows_per_second, default=None)

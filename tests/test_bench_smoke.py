@@ -54,7 +54,7 @@ def test_the_harness_runs_every_measurement_and_writes_its_table(tmp_path):
 
 
 def test_the_summary_is_made_from_the_tables_and_made_again_in_place():
-    from run import with_summary
+    from results_file import with_summary
 
     results = (ROOT / "bench" / "RESULTS.md").read_text()
     summary = results.partition("<!-- summary:")[2].partition("<!-- /summary -->")[0].strip().splitlines()[1:]
@@ -67,10 +67,12 @@ def test_the_summary_is_made_from_the_tables_and_made_again_in_place():
 
 
 def test_each_missed_target_is_explained_with_the_figures_that_measured_it(monkeypatch):
-    import run
-    from run import BARE, Result, missed_targets
+    import report
+    from common import Result
+    from limits import BARE
+    from report import missed_targets
 
-    monkeypatch.setattr(run, "CORES", 2)
+    monkeypatch.setattr(report, "CORES", 2)
     rows = 1_000_000
     results = [
         Result("encode", "ticdc-sink canal-json", rows, 4.0),  # 4 µs/row
@@ -106,10 +108,12 @@ def test_each_missed_target_is_explained_with_the_figures_that_measured_it(monke
 
 
 def test_the_stage_table_notes_what_sharing_the_cores_costs(monkeypatch):
-    import run
-    from run import BARE, Result, shared_cores_note
+    import report
+    from common import Result
+    from limits import BARE
+    from report import shared_cores_note
 
-    monkeypatch.setattr(run, "CORES", 2)
+    monkeypatch.setattr(report, "CORES", 2)
     results = [Result("e2e", f"{BARE} canal-json, produce, 1 process", 1_000_000, 5.0,
                       cpu={"Python": 4.0, "JVM": 0.0, "broker": 3.0}),
                Result("e2e", f"{BARE} canal-json, produce, 2 processes", 1_000_000, 5.0,

@@ -1,0 +1,163 @@
+"""What every part of the bench shares: its result record, its turns, its topics, the Schema Registry, the
+local Spark session and the profile text, so that each measurement is set up and reported the same way."""
+
+from __future__ import annotations
+
+import contextlib
+import cProfile
+import hashlib
+import io
+import os
+import pstats
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Callable
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ticdc_sink.embedded.schema_registry import SchemaRegistryDouble
+from ticdc_sink.redact import mask_url
+
+BENCH = Path(__file__).resolve().parent
+CORES = os.cpu_count() or 1
+TOPIC_PARTITIONS = 3  # of the topics the bench creates itself
+TITLES = {"canal-json": "Canal-JSON", "open-protocol": "Open Protocol", "avro": "Avro", "debezium": "Debezium",
+          "simple": "Simple (JSON)", "simple-avro": "Simple (Avro)"}
+# What the Spark workers import: the hand-written job's encoders, the drain and the UDF read baseline.
+WORKER_MODULES = ("feed.py", "handwritten.py", "handwritten_values.py", "handwritten_json.py", "handwritten_avro.py",
+                  "handwritten_simple.py", "drain.py", "read_baselines.py")
+
+
+def title(protocol: str) -> str:
+    return TITLES.get(protocol, protocol)
+
+
+def say(text: str) -> None:
+    print(f"[bench] {text}", flush=True)
+
+
+@dataclass
+class Result:
+    section: str
+    name: str
+    rows: int
+    seconds: float
+    megabytes: float | None = None
+    note: str = ""
+    cpu: dict[str, float] | None = None  # CPU seconds per kind of process (Spark jobs)
+    stages: dict[str, float] | None = None  # microseconds per row per stage of a task (ticdc_sink.sink.costs)
+
+    @property
+    def rows_per_second(self) -> float:
+        return self.rows / self.seconds if self.seconds else 0.0
+
+
+def read_feed(path: Path) -> pa.Table:
+    return pq.read_table(path)
+
+
+def timed(action) -> float:
+    started = time.perf_counter()
+    action()
+    return time.perf_counter() - started
+
+
+def in_turns(runs: dict[str, Callable[[], Result]], turns: int, what: str) -> list[Result]:
+    """Each run ``turns`` times in rotation, each row its median turn: the host's speed drifts by tens of percent
+    within minutes, and a ratio of two single runs taken one after the other measured that drift as much as the
+    code."""
+    measured: dict[str, list[Result]] = {name: [] for name in runs}
+    for turn in range(1, turns + 1):
+        for name, run in runs.items():
+            say(f"{what}: {name}, turn {turn} of {turns}")
+            measured[name].append(run())
+    results = []
+    for turns_of_one in measured.values():
+        median = sorted(turns_of_one, key=lambda r: r.seconds)[len(turns_of_one) // 2]
+        seconds = ", ".join(f"{r.seconds:.2f}" for r in turns_of_one)
+        note = "; ".join(filter(None, (f"median of {turns} turns ({seconds} s)", median.note)))
+        results.append(replace(median, note=note) if turns > 1 else median)
+    return results
+
+
+def unique_topic(stem: str) -> str:
+    """A topic of a measured step's own: no step reads or counts another's messages."""
+    return f"{stem}-{uuid.uuid4().hex[:8]}"
+
+
+def create_topic(bootstrap_servers: str, topic: str, partitions: int = TOPIC_PARTITIONS) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap_servers})  # alive until the future resolves
+    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
+
+
+def delete_topic(bootstrap_servers: str, topic: str) -> None:
+    """Drop a measured step's topic: the embedded broker keeps messages in memory, and Debezium's (about
+    5 KB each with their schemas) would otherwise fill it over the steps and slow the later ones."""
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap_servers})
+    admin.delete_topics([topic])[topic].result(30)
+
+
+@contextlib.contextmanager
+def schema_registry(args):
+    """The URL and description of avro's registry, ``(None, None)`` without avro: ``--schema-registry``, else
+    the package's TEST DOUBLE, served from this process for the whole run."""
+    if "avro" not in args.protocols:
+        yield None, None
+    elif args.schema_registry:
+        yield args.schema_registry, f"{mask_url(args.schema_registry)} (--schema-registry)"
+    else:
+        double = SchemaRegistryDouble().start()
+        say(f"Schema Registry: a TEST DOUBLE (ticdc_sink/embedded/schema_registry.py) at {double.url}, not a real "
+            "registry; --schema-registry URL to use one")
+        try:
+            yield double.url, "the package's in-process TEST DOUBLE (not a real registry)"
+        finally:
+            double.stop()
+
+
+def local_spark(extra: dict[str, str] | None = None):
+    """A ``local[CORES]`` session whose workers can import the bench's modules they run (``WORKER_MODULES``)."""
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    from pyspark.sql import SparkSession
+
+    builder = (SparkSession.builder.master(f"local[{CORES}]").appName("ticdc-sink-bench")
+               .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.session.timeZone", "UTC").config("spark.driver.memory", "4g"))
+    for key, value in (extra or {}).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    for module in WORKER_MODULES:
+        spark.sparkContext.addPyFile(str(BENCH / module))
+    return spark
+
+
+def profile_text(profile: cProfile.Profile, shares: Callable[[pstats.Stats], str]) -> str:
+    """A profile's top entries by cumulative time (the bench's own calls aside, paths from the repository's root),
+    then its time by concern (``shares``)."""
+    stream = io.StringIO()
+    stats = pstats.Stats(profile, stream=stream)
+    stats.sort_stats("cumulative").print_stats(r"^(?!.*/bench/)", 14)
+    lines = (line.replace(f"{BENCH.parent}/", "") for line in stream.getvalue().splitlines()[3:])
+    return "\n".join(line for line in lines if line.strip() and "List reduced" not in line) + "\n\n" + shares(stats)
+
+
+def reader_revision() -> str:
+    """The reader's commit, and whether ``ticdc_sink/`` has changes beyond it: Spark's workers import it anew, so
+    a change made during a run reaches the reads after it."""
+    def git(*words: str) -> str:
+        return subprocess.run(["git", "-C", str(BENCH.parent), *words], capture_output=True, text=True).stdout.strip()
+
+    changes = git("status", "--porcelain", "--", "ticdc_sink") + git("diff", "HEAD", "--", "ticdc_sink")
+    changed = f" with uncommitted changes to ticdc_sink/ ({hashlib.sha1(changes.encode()).hexdigest()[:7]})" \
+        if changes else ""
+    return f"ticdc-sink at {git('rev-parse', '--short', 'HEAD')}{changed}"
