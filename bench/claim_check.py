@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from common import Result, in_turns, reader_revision
+from common import Result, in_turns, package_revision
 from encode import ENCODE_BATCH_ROWS, encode_sink
 from report import command_text, machine, now_text, result_table
 
@@ -49,7 +49,7 @@ def claim_check_section(feed: pa.Table, turns: int) -> str:
     lines = [
         CLAIM_CHECK_SECTION_START, "## Claim-check (one core)", "",
         f"Measured by `{command_text()}` on {now_text()}, "
-        f"{reader_revision()}. Machine: {machine()}. Encode-only, as the encode section, on the feed's first "
+        f"{package_revision()}. Machine: {machine()}. Encode-only, as the encode section, on the feed's first "
         f"{table.num_rows:,} rows (a file per row: more would time the directory's growth); the claim-check run "
         f"{kept_text}, as `<uuid>.json` `{{key, value}}` in base64, in the machine's temporary directory, before it "
         "returned each batch's messages; its MB/s are those of the Kafka messages it made. The comparison is the "

@@ -151,9 +151,9 @@ def profile_text(profile: cProfile.Profile, shares: Callable[[pstats.Stats], str
     return "\n".join(line for line in lines if line.strip() and "List reduced" not in line) + "\n\n" + shares(stats)
 
 
-def reader_revision() -> str:
-    """The reader's commit, and whether ``ticdc_sink/`` has changes beyond it: Spark's workers import it anew, so
-    a change made during a run reaches the reads after it."""
+def package_revision() -> str:
+    """The package's commit, and whether ``ticdc_sink/`` has changes beyond it, for a section to name the code it
+    measured: Spark's workers import the package anew, so a change made during a run reaches the steps after it."""
     def git(*words: str) -> str:
         return subprocess.run(["git", "-C", str(BENCH.parent), *words], capture_output=True, text=True).stdout.strip()
 

@@ -87,8 +87,8 @@ def canal_json_rows(value: bytes) -> list[tuple]:
 
 
 def canal_json_by_python_udf(kafka, columns: T.StructType):
-    """Spark's Kafka source read as Canal-JSON by ``canal_json_rows`` in a Python UDF, its rows exploded.
-    (``mapInPandas`` and ``mapInArrow`` need pandas, which this venv lacks.)"""
+    """Spark's Kafka source read as Canal-JSON by ``canal_json_rows`` in a Python UDF, its rows exploded: the
+    per-row Python a user writes first (no ``mapInArrow`` or ``mapInPandas`` version is measured)."""
     rows = F.udf(canal_json_rows, T.ArrayType(canal_json_read_schema(columns)))
     return kafka.select(F.explode(rows("value")).alias("row")).select("row.*")
 

@@ -3,7 +3,7 @@ per protocol, its ratios to the Canal-JSON baselines against their targets, its 
 
 from __future__ import annotations
 
-from common import CORES, Result, reader_revision, title
+from common import CORES, Result, package_revision, title
 from reads import FROM_JSON, PYTHON_UDF, READ_RSS_PROTOCOL, READ_TURNS, READER, ReadRuns
 from report import command_text, find_result, machine, now_text, per_row, verdict
 
@@ -15,7 +15,7 @@ READ_SECTION_END = "<!-- /read -->"
 
 def revision_change(started: str) -> str:
     """What the reader became during the reads, if it changed."""
-    now = reader_revision()
+    now = package_revision()
     return "" if now == started else f" when the reads began, {now} when they ended"
 
 
@@ -104,7 +104,7 @@ def read_section(reads: ReadRuns, args, registry_name: str | None) -> str:
         f"source (`{reads.kafka_source}`, `spark.jars.packages`{served}) in the same session, into the "
         "same columns (op, commit ts, database, table, each column in its Spark type, an update's old row; "
         "`read_baselines.py`): `from_json` with a hand-written schema; a Python UDF with `json.loads` and a tuple "
-        "per row built by hand (`mapInPandas` and `mapInArrow` need pandas, which this venv lacks). Every read gave "
+        "per row built by hand (no `mapInArrow` or `mapInPandas` version is measured). Every read gave "
         "the feed's rows (checked). " + (f"Each row is the median of {turns} turns in rotation (Canal-JSON's after a "
                                      "warm-up turn)." if turns > 1 else "Each row is one run."),
         "",

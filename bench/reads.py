@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Callable
 
 from common import (BENCH, CORES, Result, create_topic, delete_topic, in_turns, local_spark, profile_text,
-                    reader_revision, say, timed, unique_topic)
+                    package_revision, say, timed, unique_topic)
 from feed import sink_options, spark_schema, topic_written, write_feed
 from process_meters import RSS, WorkerMemory, cpu_note, timed_with_cpu
 from read_baselines import canal_json_by_from_json, canal_json_by_python_udf
@@ -44,7 +44,7 @@ class ReadRuns:
     broker: str
     kafka_source: str  # the Maven package of Spark's Kafka source
     outside_spark: dict[str, tuple[str, str]]  # per protocol: the reader's speed in this process, and its profile
-    revision: str  # of the reader when the reads began (reader_revision)
+    revision: str  # of the package when the reads began (package_revision)
 
 
 def module_at(path: Path):
@@ -238,7 +238,7 @@ def read_runs(args, path: Path, registry: str | None) -> ReadRuns:
     """The read section: every protocol's topic read by the reader (and Canal-JSON's by the baselines) in one
     session, and by the reader outside Spark; then the worker's RSS over one large partition."""
     turns = 1 if args.small else READ_TURNS
-    outside, revision = {}, reader_revision()
+    outside, revision = {}, package_revision()
     with read_broker(args) as (bootstrap_servers, broker_name, settings):
         spark, package = kafka_source_spark()
         try:

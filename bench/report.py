@@ -239,11 +239,11 @@ def stage_table(results: list[Result], drain: Result | None) -> list[str]:
               "from Spark, in the tasks of a Spark job over the same feed whose sink drops them (`bench-drain`, "
               f"`drain.py`); {WORKER}: the rest of that job's Python worker CPU (starting workers, pyspark "
               "planning and committing the write), which any Python sink pays, mostly fixed per job and shown per "
-              "row of the feed. The other stages: the task's "
-              "own clock (`ticdc_sink/costs.py`: the Python thread's CPU per stage; librdkafka: the process's other "
-              f"threads), running the sink's task pipeline in the harness's process over the feed's first "
-              f"{STAGE_ROWS:,} rows in Arrow batches of 10,000, at-least-once to the broker. The last column is the "
-              "whole job's Python worker CPU per row, to hold the sum against.", ""]
+              "row of the feed. The other stages: the task's own clock (`ticdc_sink/sink/costs.py`: the Python "
+              "thread's CPU per stage; librdkafka: the process's other threads), running the sink's task pipeline in "
+              f"the harness's process over the feed's first {STAGE_ROWS:,} rows in Arrow batches of 10,000, "
+              "at-least-once to the broker. The last column is the whole job's Python worker CPU per row, to hold "
+              "the sum against.", ""]
     return lines + shared_cores_note(results)
 
 

@@ -9,8 +9,8 @@
 Measures, on the standard change feed (``feed.py``):
   - encode-only rows/s and MB/s of every implemented protocol's encoder, and of
     the hand-written per-row encoder of the same messages (dict + json.dumps /
-    orjson.dumps, or confluent-kafka's AvroSerializer, ``handwritten.py``; the
-    Avro and Debezium ones are first checked to write the sink's bytes);
+    orjson.dumps, confluent-kafka's AvroSerializer or fastavro, ``handwritten.py``;
+    each first checked to write the sink's messages);
   - the bare output limit per protocol: its pre-encoded messages, in the
     partitions the sink gives them, produced by bare confluent-kafka loops
     with the fastest of the produce calls (compared first), in one process and
