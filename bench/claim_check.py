@@ -8,7 +8,6 @@ import tempfile
 from pathlib import Path
 
 import pyarrow as pa
-
 from common import Result, in_turns, package_revision
 from encode import ENCODE_BATCH_ROWS, encode_sink
 from report import command_text, machine, now_text, result_table

@@ -12,7 +12,6 @@ import time
 
 import numpy as np
 import pyarrow as pa
-
 from common import TOPIC_PARTITIONS, Result, in_turns, profile_text, say
 from feed import sink_options, spark_schema, topic_written
 from handwritten import HANDWRITTEN, AvroTarget, serializer_choices

@@ -6,7 +6,6 @@ from __future__ import annotations
 import re
 
 import pyarrow as pa
-
 from common import title
 from encode import encode_options, sink_messages
 from feed import topic_written

@@ -17,8 +17,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
-from common import (BENCH, CORES, Result, create_topic, delete_topic, in_turns, local_spark, profile_text,
-                    package_revision, say, timed, unique_topic)
+from common import (BENCH, CORES, Result, create_topic, delete_topic, in_turns, local_spark, package_revision,
+                    profile_text, say, timed, unique_topic)
 from feed import sink_options, spark_schema, topic_written, write_feed
 from process_meters import RSS, WorkerMemory, cpu_note, timed_with_cpu
 from read_baselines import canal_json_by_from_json, canal_json_by_python_udf

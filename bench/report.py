@@ -10,7 +10,6 @@ import sys
 import time
 
 import pyarrow as pa
-
 from common import CORES, Result, title
 from handwritten import STANDARD_SERIALIZER
 from limits import BARE, PRODUCE_CALLS, bare_limit, processes_text

@@ -11,7 +11,6 @@ from dataclasses import replace
 from pathlib import Path
 
 import pyarrow as pa
-
 from common import (CORES, TOPIC_PARTITIONS, Result, create_topic, delete_topic, local_spark, read_feed, say, timed,
                     unique_topic)
 from drain import DrainDataSource, drained
@@ -97,7 +96,6 @@ def _handwritten_partition(bootstrap_servers: str, topic: str, protocol: str, pa
                            avro: AvroTarget | None):
     def send(rows):
         from confluent_kafka import Producer
-
         from handwritten import HANDWRITTEN, STANDARD_SERIALIZER, serializer_choices
 
         producer = Producer({"bootstrap.servers": bootstrap_servers, "enable.idempotence": True, "acks": "all",
