@@ -7,6 +7,7 @@ hand-written checks, the bare producer)."""
 from __future__ import annotations
 
 import cProfile
+import os
 import pstats
 import time
 
@@ -130,23 +131,31 @@ def encoder_profile(table: pa.Table, protocol: str, registry: str | None) -> str
 
 def profile_shares(stats: pstats.Stats) -> str:
     """The encoder's time by concern, from its profile (cumulative seconds of the entry points)."""
-    concerns = {
-        "JSON columns as TiDB's JSON text (tidb_json.tidb_json_column)": "tidb_json_column",
-        "input contract and canonical values (ChangeBatchBuilder.build, JSON included)": "build",
-        "rendering and assembling messages (Encoder.encode_rows)": "encode_rows",
-        "  of which Go-quoted binary strings (json_text.go_quoted_fragments)": "go_quoted_fragments",
-        "  of which framing events per partition (open_protocol.pack_events)": "pack_events",
-        "  of which Avro encodings of the columns (avro.column_binary)": "column_binary",
-        "  of which joining fragments into records (avro._concat)": "_concat",
-        "  of which Debezium column values, new and old rows (debezium_types.value_fragments)": "value_fragments",
-        "  of which Debezium op and old rows, their values included (debezium._op_and_old_rows)": "_op_and_old_rows",
-        "  of which Simple column values, new and old rows (simple_json/simple_avro column_fragments)":
-            "column_fragments",
+    concerns = {  # label: (where the function is, under ticdc_sink/; its name)
+        "JSON columns as TiDB's JSON text (changes/tidb_json.tidb_json_column)": ("changes/tidb_json.py",
+                                                                                  "tidb_json_column"),
+        "input contract and canonical values (ChangeBatchBuilder.build, JSON included)": ("changes/contract.py",
+                                                                                           "build"),
+        "rendering and assembling messages (Encoder.encode_rows)": ("codec/", "encode_rows"),
+        "  of which Go-quoted binary strings (json_text.go_quoted_fragments)": ("codec/shared/json_text.py",
+                                                                               "go_quoted_fragments"),
+        "  of which framing events per partition (open_protocol/frames.pack_events)": ("codec/open_protocol/frames.py",
+                                                                                      "pack_events"),
+        "  of which Avro encodings of the columns (avro/encoder.column_binary)": ("codec/avro/encoder.py",
+                                                                                "column_binary"),
+        "  of which joining fragments into records (avro_binary.concat)": ("codec/shared/avro_binary.py", "concat"),
+        "  of which Debezium column values, new and old rows (debezium/field_types.value_fragments)":
+            ("codec/debezium/field_types.py", "value_fragments"),
+        "  of which Debezium op and old rows, their values included (debezium/encoder._op_and_old_rows)":
+            ("codec/debezium/encoder.py", "_op_and_old_rows"),
+        "  of which Simple column values, new and old rows (simple/json_wire, avro_wire column_fragments)":
+            ("codec/simple/", "column_fragments"),
     }
     total = stats.total_tt or 1.0
     lines = [f"Encoder time {total:.2f} s (under the profiler), of which:"]
-    for label, function in concerns.items():
-        seconds = sum(entry[3] for (_, _, name), entry in stats.stats.items() if name == function)
+    for label, (place, function) in concerns.items():
+        seconds = sum(entry[3] for (path, _, name), entry in stats.stats.items()
+                      if name == function and f"ticdc_sink{os.sep}{place}".replace("/", os.sep) in path)
         if seconds or not label.startswith(" "):
             lines.append(f"  {seconds / total * 100:5.1f}%  {label}")
     return "\n".join(lines)
