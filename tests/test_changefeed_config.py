@@ -41,6 +41,7 @@ def test_options_given_beside_the_file_win():
                                                "kafka.<librdkafka setting> options"),
     ("[sink.kafka-config.codec-config]\navro-include-before-value = true",
      "codec-config.avro-include-before-value: the sink does not support it"),
+    ("[sink.open]\noutput-handle-key = true", "sink.open.output-handle-key is not supported by the sink"),
     ("[sink.kafka-config.large-message-handle]\nclaim-check-compression = 'lz4'",
      "large-message-handle.claim-check-compression: not a key of TiCDC's large-message-handle"),
     ("[sink]\nprotocol = ", "not a TOML file"),
@@ -62,6 +63,40 @@ def test_ticdcs_own_claim_check_changefeed_file_applies_as_it_is(tmp_path):
     assert (config.large_message_handle_option, config.large_message_handle_compression,
             config.claim_check_storage_uri, config.claim_check_raw_value) == \
         ("claim-check", "snappy", "file:///tmp/canal-json-claim-check", False)
+
+
+@pytest.mark.parametrize("toml, protocol, option, value", [
+    ("[sink.open]\noutput-old-value = false", "open-protocol", "open_output_old_value", False),
+    ("[sink.debezium]\noutput-old-value = false", "debezium", "debezium_output_old_value", False),
+    ("[sink.debezium]\noutput-old-value = false", "debezium-avro", "debezium_output_old_value", False),
+    ("[sink.debezium]\ninclude-start-ts = true", "debezium", "debezium_include_start_ts", True),
+])
+def test_the_protocol_sections_settings_apply(tmp_path, toml, protocol, option, value):
+    path = tmp_path / "changefeed.toml"
+    path.write_text(toml)
+    registry = {"schema-registry": "http://registry:8081"} if protocol.endswith("avro") else {}
+    config = parse(path, protocol=protocol, topic="tidb_{schema}_{table}", **registry)
+    assert getattr(config.protocol_options, option) is value
+
+
+def test_another_protocols_section_changes_nothing_but_start_ts_is_refused_as_ticdc_refuses_it(tmp_path):
+    path = tmp_path / "changefeed.toml"
+    path.write_text("[sink.open]\noutput-old-value = false\n[sink.debezium]\noutput-old-value = false\n")
+    assert parse(path, protocol="canal-json", topic="t").protocol == "canal-json"  # TiCDC reads them by protocol
+    path.write_text("[sink.debezium]\ninclude-start-ts = true\n")
+    with pytest.raises(ConfigError, match='debezium-include-start-ts only takes effect with protocol "debezium"'):
+        parse(path, protocol="canal-json", topic="t")
+
+
+def test_output_row_key_in_the_file_is_passed_over_as_ticdc_passes_it_over(tmp_path, caplog):
+    """TiCDC b813e76 reads output-row-key from the sink URI only (common/config.go's mergeConfig copies no
+    CodecConfig.OutputRowKey)."""
+    path = tmp_path / "changefeed.toml"
+    path.write_text("[sink.kafka-config.codec-config]\noutput-row-key = true\nenable-tidb-extension = true\n")
+    with caplog.at_level("INFO", logger="ticdc_sink.config.changefeed"):
+        config = parse(path, protocol="canal-json", topic="t")
+    assert config.protocol_options.enable_tidb_extension
+    assert "reads output-row-key from the sink URI only" in caplog.text
 
 
 def test_dispatchers_need_the_written_tables_name():

@@ -20,6 +20,7 @@ import datetime as dt
 import io
 import json
 import re
+import tempfile
 from decimal import Decimal
 from functools import cache
 from pathlib import Path
@@ -114,11 +115,13 @@ def _columns(case: dict) -> list[tuple[str, str, T.DataType, bool]]:
 def input_schema(case: dict) -> T.StructType:
     """The sink's input for a table: the metadata columns, the table's columns, and ``_before``."""
     columns = [(name, spark, nullable) for name, _, spark, nullable in _columns(case)]
-    return schema(("_op", T.StringType()), ("_commit_ts", T.LongType()), *columns, ("_before", schema(*columns)))
+    return schema(("_op", T.StringType()), ("_commit_ts", T.LongType()), ("_start_ts", T.LongType()), *columns,
+                  ("_before", schema(*columns)))
 
 
 def events(case: dict) -> list[dict]:
-    """The generator's events of a table as the sink's input rows, in the same order and commit ts."""
+    """The generator's events of a table as the sink's input rows, in the same order and commit and start ts (the
+    ts before the commit's)."""
     readers = [(name, spark_type(mysql_type)[1]) for name, mysql_type, _, _ in _columns(case)]
 
     def values(row: list) -> dict:
@@ -128,7 +131,8 @@ def events(case: dict) -> list[dict]:
     before, after = case["update"]
     rows.append({"_op": "UPDATE", **values(after), "_before": values(before)})
     rows.append({"_op": "DELETE", **values(case["delete"]), "_before": None})
-    return [{**row, "_commit_ts": FIRST_COMMIT_TS + i} for i, row in enumerate(rows)]
+    return [{**row, "_commit_ts": FIRST_COMMIT_TS + i, "_start_ts": FIRST_COMMIT_TS + i - 1}
+            for i, row in enumerate(rows)]
 
 
 def options(config: str, case: dict, table: dict, registry_url: str | None) -> dict:
@@ -142,9 +146,21 @@ def options(config: str, case: dict, table: dict, registry_url: str | None) -> d
     for key in ("primary_key", "unique_keys"):
         if key in case:
             opts[key.replace("_", "-")] = case[key]
+    if opts["protocol"] == "simple" or opts.get("output-row-key"):
+        opts["table-id"] = str(table["table_id"])
     if opts["protocol"] == "simple":
-        opts.update({"table-id": str(table["table_id"]), "schema-version": str(table["schema_version"])})
+        opts["schema-version"] = str(table["schema_version"])
+    if "changefeed" in golden(config):  # settings only a changefeed file has, as the file gives them
+        opts["changefeed-config"] = changefeed_file(config)
     return opts
+
+
+@cache
+def changefeed_file(config: str) -> str:
+    """The configuration's changefeed TOML, in a file of its own for the test session."""
+    path = Path(tempfile.mkdtemp(prefix="ticdc-goldens-")) / f"{config}.toml"
+    path.write_text(golden(config)["changefeed"], encoding="utf-8")
+    return str(path)
 
 
 def message_bytes(message: dict, part: str) -> bytes | None:
@@ -156,20 +172,27 @@ def message_bytes(message: dict, part: str) -> bytes | None:
 
 def build_ms(config: str, value: bytes, table: dict) -> int:
     """The build time TiCDC stamped on a message (Canal's ``ts``, Debezium's ``ts_ms``, Simple's ``buildTs``)."""
-    if config == "simple-avro":
+    wire = wire_format(config)
+    if wire == "simple-avro":
         return fastavro.schemaless_reader(io.BytesIO(value), SIMPLE_AVRO_SCHEMA, None)["payload"]["buildTs"]
-    if config == "debezium-avro":
+    if wire == "debezium-avro":
         [value_schema] = [s for subject, s in table["registered"].items() if subject.endswith("-value")]
         return fastavro.schemaless_reader(io.BytesIO(value[5:]), fastavro.parse_schema(json.loads(value_schema)),
                                           None)["ts_ms"]
-    if config.startswith(("avro", "open-protocol")):
+    if wire in ("avro", "open-protocol"):
         return 0
     doc = json.loads(value)
-    if config.startswith("canal-json"):
+    if wire == "canal-json":
         return doc["ts"]
-    if config.startswith("debezium"):
+    if wire == "debezium":
         return doc.get("payload", doc)["ts_ms"]
     return doc["buildTs"]
+
+
+def wire_format(config: str) -> str:
+    """The configuration's protocol, Simple's Avro as ``simple-avro``."""
+    uri = dict(parse_qsl(golden(config)["uri"]))
+    return "simple-avro" if uri.get("encoding-format") == "avro" else uri["protocol"]
 
 
 def encoded(config: str, case: dict, registry_url: str | None) -> list[tuple[bytes | None, bytes] | Exception]:
@@ -200,7 +223,7 @@ def as_bytes(data: str | bytes | None) -> bytes | None:
 
 def comparable(config: str, data: bytes | None) -> bytes | None:
     """Avro's Confluent framing carries the registry's schema id: compare what follows it."""
-    if data is None or not config.startswith(("avro", "debezium-avro")):
+    if data is None or wire_format(config) not in ("avro", "debezium-avro"):
         return data
     assert data[:1] == b"\x00", data
     return data[5:]
@@ -212,7 +235,7 @@ def keyed_by_unique_key(config: str, case: dict) -> bool:
     columns", as TiCDC's older code base does; b813e76 keys by primary-key columns alone, so it sends such a
     table's rows without a key and its deletes as empty messages.  The sink sends the key, and a delete as its
     key with a null value (a tombstone), which TiCDC's decoder reads as a delete."""
-    return config.startswith("avro") and "primary_key" not in case and "unique_keys" in case
+    return wire_format(config) == "avro" and "primary_key" not in case and "unique_keys" in case
 
 
 @pytest.mark.parametrize("name", list(TABLES))

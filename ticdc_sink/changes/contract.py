@@ -41,6 +41,7 @@ class InputLayout:
     has_table: bool
     has_ddl: bool
     has_ddl_type: bool
+    has_start_ts: bool = False
 
     @classmethod
     def from_spark_schema(cls, spark_schema, config: SinkConfig) -> "InputLayout":
@@ -67,6 +68,8 @@ class InputLayout:
         has_table = expect("table-column", config.table_column, (T.StringType,), "a string")
         has_ddl = expect("ddl-column", config.ddl_column, (T.StringType,), "a string (the DDL statement)")
         has_ddl_type = expect("ddl-type-column", config.ddl_type_column, (T.StringType,), "a string")
+        has_start_ts = expect("start-ts-column", config.start_ts_column, (T.LongType,),
+                              "a long (the transaction's start TSO)")
         has_before = expect("before-column", config.before_column, (T.StructType,),
                             "a struct with the table columns (the old row)")
         require_table_names(config, has_schema, has_table)
@@ -98,6 +101,7 @@ class InputLayout:
             has_table=has_table,
             has_ddl=has_ddl,
             has_ddl_type=has_ddl_type,
+            has_start_ts=has_start_ts,
         )
 
 
@@ -107,7 +111,8 @@ class ChangeBatch:
 
     ``columns`` hold the row after the change (the deleted row for a DELETE);
     ``before`` the row before an UPDATE (null on other rows), or None when the
-    stream carries no old values.
+    stream carries no old values.  ``start_ts`` is each row's transaction start
+    TSO: the input's, else its commit ts.
     """
 
     table: TableSchema
@@ -118,6 +123,7 @@ class ChangeBatch:
     columns: dict[str, pa.Array]
     before: dict[str, pa.Array] | None
     keys: "RowKeys"
+    start_ts: np.ndarray  # uint64 TSO per row
 
     @property
     def num_rows(self) -> int:
@@ -136,7 +142,7 @@ class ChangeBatch:
         before = None if self.before is None else {name: v.take(take) for name, v in self.before.items()}
         return ChangeBatch(self.table, self.ops[indices], self.commit_ts[indices], self.databases.take(take),
                            self.tables.take(take), {name: v.take(take) for name, v in self.columns.items()},
-                           before, self.keys.reordered(indices))
+                           before, self.keys.reordered(indices), self.start_ts[indices])
 
     @functools.cached_property
     def tables_of_rows(self) -> tuple[list[tuple[str, str]], np.ndarray]:
@@ -214,6 +220,7 @@ class ChangeBatchBuilder:
 
         ops = self._ops(batch, keys) if layout.has_op else np.full(n, OP_INSERT, dtype=np.int8)
         commit_ts = self._commit_ts(batch, keys)
+        start_ts = self._start_ts(batch, keys, commit_ts) if layout.has_start_ts else commit_ts
         dml = ops != OP_DDL
         databases = self._names(batch, config.schema_column, "database", layout.has_schema, keys,
                                 np.ones(n, dtype=bool))
@@ -231,7 +238,7 @@ class ChangeBatchBuilder:
             rows = order if rows is None else rows[order]
         if rows is not None:
             take = pa.array(rows)
-            batch, ops, commit_ts = batch.take(take), ops[rows], commit_ts[rows]
+            batch, ops, commit_ts, start_ts = batch.take(take), ops[rows], commit_ts[rows], start_ts[rows]
             databases, tables = databases.take(take), tables.take(take)
             keys = keys.reordered(rows)
 
@@ -242,7 +249,7 @@ class ChangeBatchBuilder:
         before = self._before(batch, updates, keys) if layout.has_before else None
         columns, before = canonical_columns(layout.table, columns, before, keys.describe, self.config.before_column,
                                             self.config.time_zone)
-        return ChangeBatch(layout.table, ops, commit_ts, databases, tables, columns, before, keys), ddls
+        return ChangeBatch(layout.table, ops, commit_ts, databases, tables, columns, before, keys, start_ts), ddls
 
     # -- metadata columns
 
@@ -277,6 +284,18 @@ class ChangeBatchBuilder:
             raise ContractError(name, int(tso[row]), keys.describe(row),
                                 "a TiDB TSO is a positive 64-bit number (physical ms << 18 | logical)")
         return tso.astype(np.uint64)
+
+    def _start_ts(self, batch: pa.RecordBatch, keys: RowKeys, commit_ts: np.ndarray) -> np.ndarray:
+        """The start TSOs of the input's column; a row without one takes its commit ts."""
+        values = batch.column(self.config.start_ts_column)
+        start = pc.fill_null(values, 0).to_numpy(zero_copy_only=False).astype(np.int64)
+        bad = np.flatnonzero((start < 0) | (start.astype(np.uint64) > commit_ts))
+        if len(bad):
+            row = int(bad[0])
+            raise ContractError(self.config.start_ts_column, int(start[row]), keys.describe(row),
+                                f"a transaction's start ts is a TiDB TSO no later than its commit ts "
+                                f"{int(commit_ts[row])}")
+        return np.where(start == 0, commit_ts, start.astype(np.uint64))
 
     def _names(self, batch, column: str, option: str, present: bool, keys: RowKeys,
                needed: np.ndarray) -> pa.Array:

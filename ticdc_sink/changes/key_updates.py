@@ -61,4 +61,5 @@ def _expanded(batch: ChangeBatch, split: np.ndarray) -> ChangeBatch:
     before = {name: pc.if_else(no_before, pa.nulls(len(source), values.type), values.take(take))
               for name, values in batch.before.items()}
     return ChangeBatch(batch.table, ops, batch.commit_ts[source], batch.databases.take(take),
-                       batch.tables.take(take), columns, before, batch.keys.reordered(source))
+                       batch.tables.take(take), columns, before, batch.keys.reordered(source),
+                       batch.start_ts[source])

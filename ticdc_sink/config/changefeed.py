@@ -5,7 +5,10 @@ The keys and their nesting are TiCDC's ``pkg/config/sink.go`` (pingcap/ticdc):
 and the other row settings under ``[sink]``; ``max-message-bytes``,
 ``partition-num``, ``replication-factor``, ``output-raw-change-event`` and
 ``[sink.kafka-config.large-message-handle]`` under ``[sink.kafka-config]``;
-the codec's settings under ``[sink.kafka-config.codec-config]``.  Of the
+the codec's settings under ``[sink.kafka-config.codec-config]``;
+``output-old-value`` under ``[sink.open]`` and ``[sink.debezium]`` (with
+``include-start-ts``), which the sink names ``open-output-old-value``,
+``debezium-output-old-value`` and ``debezium-include-start-ts``.  Of the
 ``[[sink.dispatchers]]``, the first whose ``matcher`` matches the written
 table (the ``database`` and ``table`` options) gives ``topic``, ``partition``,
 ``index`` and ``columns``.  Other sections of the file (``[filter]``,
@@ -35,6 +38,10 @@ _SINK_KEYS = ("protocol", "schema-registry", "only-output-updated-columns", "del
 _KAFKA_KEYS = ("max-message-bytes", "partition-num", "replication-factor", "output-raw-change-event")
 _CODEC_KEYS = ("enable-tidb-extension", "max-batch-size", "avro-decimal-handling-mode",
                "avro-bigint-unsigned-handling-mode", "avro-enable-watermark", "encoding-format")
+# Sections of [sink] whose keys are sink options named for the section.
+_SECTION_KEYS = {"open": {"output-old-value": "open-output-old-value"},
+                 "debezium": {"output-old-value": "debezium-output-old-value",
+                              "include-start-ts": "debezium-include-start-ts"}}
 # Keys that change nothing in the messages: how TiCDC schedules, retries or names its own work.
 _PASSED_OVER = {
     "sink": {"encoder-concurrency", "advance-timeout-in-sec", "enable-kafka-sink-v2", "transaction-atomicity",
@@ -72,9 +79,11 @@ def changefeed_options(path: str, database: str | None, table: str | None) -> di
             options.update(_kafka_config(path, value))
         elif key == "dispatchers":
             options.update(_dispatcher(path, value, database, table))
-        elif key == "open":
-            _refuse_unless(path, "sink.open.output-old-value", value.get("output-old-value", True), True,
-                           "the sink sends old values as the input's _before column says")
+        elif key in _SECTION_KEYS:
+            for section_key, section_value in value.items():
+                if section_key not in _SECTION_KEYS[key]:
+                    raise ConfigError(OPTION, path, f"sink.{key}.{section_key} is not supported by the sink")
+                options[_SECTION_KEYS[key][section_key]] = _text(section_value)
         elif key in _PASSED_OVER["sink"]:
             log.info("changefeed-config: sink.%s changes nothing in the messages; passed over", key)
         else:
@@ -89,6 +98,10 @@ def _kafka_config(path: str, config: dict) -> dict[str, str]:
             options[key] = _text(value)
         elif key == "codec-config":
             for codec_key, codec_value in value.items():
+                if codec_key == "output-row-key":
+                    log.info("changefeed-config: TiCDC reads output-row-key from the sink URI only, not from "
+                             "sink.kafka-config.codec-config; passed over as TiCDC passes it over")
+                    continue
                 if codec_key not in _CODEC_KEYS:
                     raise ConfigError(OPTION, path, f"sink.kafka-config.codec-config.{codec_key}: "
                                                     f"{_WHY_NOT['codec-config']}")
@@ -136,11 +149,6 @@ def _dispatcher(path: str, rules: list, database: str | None, table: str | None)
             raise ConfigError(OPTION, path, f"sink.dispatchers.{sorted(unknown)[0]} is not supported by the sink")
         return options
     return {}
-
-
-def _refuse_unless(path: str, key: str, value: Any, supported: Any, why: str) -> None:
-    if value != supported:
-        raise ConfigError(OPTION, path, f"{key} = {_text(value)} is not supported: {why}")
 
 
 def _text(value: Any) -> str:

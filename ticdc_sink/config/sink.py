@@ -73,6 +73,7 @@ class SinkConfig(OptionGroup):
     table_column: str = "_table"
     ddl_column: str = "_ddl"
     ddl_type_column: str = "_ddl_type"
+    start_ts_column: str = "_start_ts"
 
     @property
     def kafka(self) -> dict[str, str]:
@@ -96,6 +97,7 @@ class SinkConfig(OptionGroup):
             self.table_column,
             self.ddl_column,
             self.ddl_type_column,
+            self.start_ts_column,
         )
 
 

@@ -122,6 +122,9 @@ def _build(values: dict[str, str], kafka: dict[str, str], registry: dict[str, st
     # Every protocol's options are checked as given; only this protocol's are kept.
     checked = {name: options.parse_values(values) for name, options in PROTOCOL_OPTIONS.items()}
     protocol_values = checked[protocol]
+    if checked["debezium"].get("debezium_include_start_ts") and protocol != "debezium":
+        raise ConfigError("debezium-include-start-ts", values["debezium-include-start-ts"],
+                          'debezium-include-start-ts only takes effect with protocol "debezium"')
     parsed["protocol"] = protocol
     partition = str(parsed.get("partition", "default")).strip().lower()
     if partition == "rowid":  # TiCDC's deprecated alias

@@ -7,7 +7,8 @@ key a record of the handle-key columns, the value the envelope ``before``,
 cluster, the commit's physical ms, the database and table, ``commit_ts`` and
 ``cluster_id``), ``op`` (``c``, ``u``, ``d``) and ``ts_ms`` (the clock); there
 is no ``transaction``.  An insert has no ``before``, a delete no ``after`` (and
-no tombstone follows), an update its old row where the input has one.  The
+no tombstone follows), an update its old row where the input has one (not with
+debezium-output-old-value=false).  The
 schemas (``schema.py``) are registered under ``<topic>-key`` and
 ``<topic>-value`` the first time a task writes a table to a topic.  Values are
 Debezium's (``debezium/field_types.py``) in Avro types: days, epoch milli- or
@@ -81,7 +82,8 @@ class DebeziumAvroEncoder(UsesSchemaRegistry, Encoder):
                                                           for c in columns], n), b"")
         is_delete, is_update = batch.ops == OP_DELETE, batch.ops == OP_UPDATE
         before_part = pc.if_else(pa.array(is_delete), row, _NULL)
-        if batch.before is not None and is_update.any():
+        # debezium-output-old-value=false: an update's before is null, as TiCDC sends it.
+        if batch.before is not None and is_update.any() and self.options.debezium_output_old_value:
             rows = pa.array(np.flatnonzero(is_update))
             old = concat([self._field(batch.before[c.name].take(rows), c, batch) for c in columns], len(rows))
             before_part = pc.replace_with_mask(before_part, pa.array(is_update),

@@ -18,6 +18,8 @@ class DebeziumAvroOptions(RegistryOptions, ProtocolOptions):
     # DDL and watermark events, with enable-tidb-extension only (TiCDC sends them for its own tests).
     avro_enable_watermark: bool = False
     cluster_id: str = "default"  # the ``source.name`` of every message, and the first part of its schema names
+    # TiCDC's [sink.debezium] output-old-value: false sends an UPDATE's "before" as null.
+    debezium_output_old_value: bool = True
 
     def resolve(self, config: SinkConfig, *, reading: bool = False) -> "DebeziumAvroOptions":
         """TiCDC's rules: a registry to put the schemas in."""

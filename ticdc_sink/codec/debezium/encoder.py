@@ -6,7 +6,8 @@ A row change is one message.  Its key is ``{"payload":{<handle-key columns>},
 "transaction":null,"op":"c|u|d",<before/after>},"schema":{..Envelope}}``, in
 the order TiCDC writes (insert ``before:null`` then ``after``, delete
 ``after:null`` then ``before``, update ``before`` (with old values) then
-``after``).  ``debezium-disable-schema`` leaves the ``schema`` parts out.  With
+``after``; ``debezium-output-old-value=false`` leaves an update's ``before``
+out).  ``debezium-disable-schema`` leaves the ``schema`` parts out.  With
 ``enable-tidb-extension`` the column field schemas carry ``tidb_type``, the
 source schema ``commit_ts`` and ``cluster_id``, and a WATERMARK event
 (``op:"m"``) follows every micro-batch on every partition.  Columns are typed
@@ -76,8 +77,12 @@ class DebeziumEncoder(Encoder):
         extension = self.options.enable_tidb_extension
         self._events = ControlEvents(config, table, self.clock)
         self._source_schema = source_schema(extension)
-        # The rows' source block: the events' one, its per-row values (ts_ms, db, table, commit_ts) left as gaps.
-        self._source_stretches = render(source_payload(self.options.cluster_id, *[_GAP] * 4)).split(_GAP)
+        start_ts = self.options.debezium_include_start_ts
+        self._row_source_schema = source_schema(extension, start_ts) if start_ts else self._source_schema
+        # The rows' source block: the events' one, its per-row values (ts_ms, db, table, commit_ts and with
+        # debezium-include-start-ts start_ts) left as gaps.
+        gaps = [_GAP] * (5 if start_ts else 4)
+        self._source_stretches = render(source_payload(self.options.cluster_id, *gaps)).split(_GAP)
         if table is None:  # control events only
             return
         self._heads = [quote_json(c.name, style=PLAIN) + ":" for c in table.columns]
@@ -105,14 +110,19 @@ class DebeziumEncoder(Encoder):
 
     def _source(self, batch: ChangeBatch) -> list:
         """The ``source`` block's pieces, joined in with the rest of the value (one copy of each row)."""
-        values = (physical_ms_text(batch.commit_ts), quoted_names_of(batch.databases, style=PLAIN),
-                  quoted_names_of(batch.tables, style=PLAIN), pa.array(batch.commit_ts).cast(pa.string()))
+        values = [physical_ms_text(batch.commit_ts), quoted_names_of(batch.databases, style=PLAIN),
+                  quoted_names_of(batch.tables, style=PLAIN), pa.array(batch.commit_ts).cast(pa.string())]
+        if self.options.debezium_include_start_ts:
+            values.append(pa.array(batch.start_ts).cast(pa.string()))
         head, *stretches = self._source_stretches
         return [head, *(piece for pair in zip(values, stretches) for piece in pair)]
 
     def _op_and_old_rows(self, batch: ChangeBatch) -> pa.Array:
-        """``"op",`` and the members before the new row: ``before`` of an insert, delete or update."""
+        """``"op",`` and the members before the new row: ``before`` of an insert, delete or update (left out with
+        debezium-output-old-value=false, as TiCDC leaves it)."""
         heads = _HEADS_BY_OP.take(pa.array(batch.ops))
+        if not self.options.debezium_output_old_value:
+            return heads
         return at_updates(batch, heads, lambda before, updates: join('"u","before":', concat(object_parts(
             self._heads, [value_fragments(before[c.name], c, self.config.time_zone) for c in self.table.columns]),
             len(updates)), ',"after":'))
@@ -148,7 +158,7 @@ class DebeziumEncoder(Encoder):
             rows = [{"type": "struct", "optional": True, "name": f"{name}.Value", "field": member,
                      "fields": self._fields} for member in ("before", "after")]
             texts = self._rendered_schemas[name] = (render(key_schema(name, self._key_fields)),
-                                                    render(envelope_schema(name, rows, self._source_schema)))
+                                                    render(envelope_schema(name, rows, self._row_source_schema)))
         return texts
 
     # -- control events: ``events.py``'s documents, rendered

@@ -50,6 +50,7 @@ _SOURCE_FIELDS = [
     _field("string", True, "query"),
 ]
 _EXTENSION_SOURCE_FIELDS = [_field("int64", False, "commit_ts"), _field("string", False, "cluster_id")]
+_START_TS_FIELD = _field("int64", False, "start_ts")
 # The envelope's fields after its rows and source.
 _ENVELOPE_TAIL = [_field("string", False, "op"), _field("int64", True, "ts_ms"),
                   {"type": "struct", "fields": [_field("string", False, "id"), _field("int64", False, "total_order"),
@@ -57,17 +58,23 @@ _ENVELOPE_TAIL = [_field("string", False, "op"), _field("int64", True, "ts_ms"),
                    "optional": True, "name": "event.block", "version": 1, "field": "transaction"}]
 
 
-def source_schema(extension: bool) -> dict:
-    """Debezium's ``source`` schema: with enable-tidb-extension, ``commit_ts`` and ``cluster_id`` too."""
-    return {"type": "struct", "fields": _SOURCE_FIELDS + (_EXTENSION_SOURCE_FIELDS if extension else []),
-            "optional": False, "name": "io.debezium.connector.mysql.Source", "field": "source"}
+def source_schema(extension: bool, start_ts: bool = False) -> dict:
+    """Debezium's ``source`` schema: with enable-tidb-extension, ``commit_ts`` and ``cluster_id`` too; a row's
+    with debezium-include-start-ts, ``start_ts`` last."""
+    fields = _SOURCE_FIELDS + (_EXTENSION_SOURCE_FIELDS if extension else []) + ([_START_TS_FIELD] if start_ts else [])
+    return {"type": "struct", "fields": fields, "optional": False, "name": "io.debezium.connector.mysql.Source",
+            "field": "source"}
 
 
-def source_payload(cluster: str, ts_ms, database, table, commit_ts) -> dict:
-    """The ``source`` block of an event: TiCDC's constants around the commit's ms, names and ts."""
-    return {"version": CONNECTOR_VERSION, "connector": "TiCDC", "name": cluster, "ts_ms": ts_ms,
-            "snapshot": "false", "db": database, "table": table, "server_id": 0, "gtid": None, "file": "",
-            "pos": 0, "row": 0, "thread": 0, "query": None, "commit_ts": commit_ts, "cluster_id": cluster}
+def source_payload(cluster: str, ts_ms, database, table, commit_ts, start_ts=None) -> dict:
+    """The ``source`` block of an event: TiCDC's constants around the commit's ms, names and ts; a row's
+    ``start_ts`` (debezium-include-start-ts) between ``commit_ts`` and ``cluster_id``."""
+    source = {"version": CONNECTOR_VERSION, "connector": "TiCDC", "name": cluster, "ts_ms": ts_ms,
+              "snapshot": "false", "db": database, "table": table, "server_id": 0, "gtid": None, "file": "",
+              "pos": 0, "row": 0, "thread": 0, "query": None, "commit_ts": commit_ts}
+    if start_ts is not None:
+        source["start_ts"] = start_ts
+    return {**source, "cluster_id": cluster}
 
 
 def key_schema(name: str, fields: list) -> dict:

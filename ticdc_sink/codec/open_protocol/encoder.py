@@ -4,7 +4,7 @@
 An event is a key JSON (``{"ts","scm","tbl","t"}``) and a value JSON, packed
 with the other events bound for its partition into a message's frames
 (``frames.py``).  Row values are ``{"u":{..}}`` (insert, and update without
-old values), ``{"u":{..},"p":{..}}`` (update with ``_before``) and
+old values), ``{"u":{..},"p":{..}}`` (update with ``_before``, unless open-output-old-value=false) and
 ``{"d":{..}}`` (delete: the handle-key columns, every column with
 ``_before``).  Each column is ``{"t":<type code>,"h":true (handle-key columns
 only),"f":<flags>,"v":<value>}`` in table order, and strings are escaped
@@ -93,13 +93,18 @@ class OpenProtocolEncoder(Encoder):
         fragments = [self._fragments(batch.columns[c.name], c) for c in columns]
         row = concat(object_parts(self._heads, fragments, tail="}"), n)
         is_delete = batch.ops == OP_DELETE
-        has_old = batch.before is not None
-        # With old value off, or delete-only-output-handle-key-columns, a delete names its row by the handle key.
-        if is_delete.any() and (not has_old or self.options.delete_only_output_handle_key_columns):
+        old_values = self.options.open_output_old_value
+        # A delete names its row by the handle key with delete-only-output-handle-key-columns, and where the input
+        # has no old values (the protocol document's old value off); with TiCDC's output-old-value=false it carries
+        # the whole row, as TiCDC's does.
+        handle_only = self.options.delete_only_output_handle_key_columns or (batch.before is None and old_values)
+        if is_delete.any() and handle_only:
             handle = concat(object_parts([self._heads[i] for i in self._handle_positions],
                                          [fragments[i] for i in self._handle_positions], tail="}"), n)
             row = pc.if_else(pa.array(is_delete), handle, row)
         opening = pc.if_else(pa.array(is_delete), string_scalar('{"d":'), string_scalar('{"u":'))
+        if not old_values:
+            return concat([opening, row, "}"], n)
         closing = at_updates(batch, "}", lambda before, updates: join(',"p":', self._old_object(
             [f.take(updates) for f in fragments], [self._fragments(before[c.name], c) for c in columns]), "}"))
         return concat([opening, row, closing], n)

@@ -14,6 +14,8 @@ class OpenProtocolOptions(ProtocolOptions):
     max_batch_size: int = field(default=16, metadata={"minimum": 1})  # events per Kafka message
     only_output_updated_columns: bool = False
     delete_only_output_handle_key_columns: bool = False  # a DELETE carries its handle-key columns only
+    # TiCDC's [sink.open] output-old-value: false leaves an UPDATE's "p" out, even where the input has _before.
+    open_output_old_value: bool = True
 
     handles_large_messages = True
 

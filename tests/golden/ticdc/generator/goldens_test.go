@@ -25,6 +25,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/BurntSushi/toml"
 	"github.com/pingcap/ticdc/downstreamadapter/sink/columnselector"
 	commonType "github.com/pingcap/ticdc/pkg/common"
 	commonEvent "github.com/pingcap/ticdc/pkg/common/event"
@@ -82,6 +83,25 @@ func (c typeCase) asTable() tableCase {
 type protocolConfig struct {
 	Name string `json:"name"`
 	URI  string `json:"uri"` // a sink URI's query, without the registry
+	// Changefeed is a changefeed file's TOML, for settings that only the file has ([sink.open], [sink.debezium],
+	// [integrity]); the sink's test hands the same text to the sink as its changefeed-config.
+	Changefeed string `json:"changefeed,omitempty"`
+}
+
+// sinkConfig is the configuration's [sink] settings: TiCDC's defaults, under its changefeed file's.
+func (pc protocolConfig) sinkConfig(t *testing.T) *config.SinkConfig {
+	replica := config.GetDefaultReplicaConfig()
+	if _, err := toml.Decode(pc.Changefeed, replica); err != nil {
+		t.Fatalf("%s: %v", pc.Name, err)
+	}
+	return replica.Sink
+}
+
+// wanted says whether to write a configuration's goldens: all, or those TICDC_GOLDENS_ONLY names (commas), so
+// that adding a configuration leaves the others' files as they are.
+func wanted(name string) bool {
+	only := os.Getenv("TICDC_GOLDENS_ONLY")
+	return only == "" || slices.Contains(strings.Split(only, ","), name)
 }
 
 type message struct {
@@ -210,14 +230,20 @@ func TestGoldens(t *testing.T) {
 	registry := newRegistry()
 	defer registry.server.Close()
 	for _, pc := range configs {
+		if !wanted(pc.Name) {
+			continue
+		}
 		out := map[string]*tableGolden{}
 		for _, c := range cases {
 			registry.reset()
 			out[c.Name] = encodeTable(t, pc, registry, "tidb_test_t_"+c.Name, columnNames(c), ddls[c.Name],
 				events[c.Name])
 		}
-		data, err := json.MarshalIndent(map[string]any{"uri": pc.URI, "watermark": encodeWatermark(t, pc, registry),
-			"tables": out}, "", " ")
+		document := map[string]any{"uri": pc.URI, "watermark": encodeWatermark(t, pc, registry), "tables": out}
+		if pc.Changefeed != "" {
+			document["changefeed"] = pc.Changefeed
+		}
+		data, err := json.MarshalIndent(document, "", " ")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -241,7 +267,7 @@ func newEncoder(t *testing.T, pc protocolConfig, registry *registry, topic strin
 	cfg.TimeZone = time.UTC
 	// The changefeed's keyspace names Avro's records (the sink's avro-namespace default).
 	cfg = cfg.WithChangefeedID(commonType.NewChangeFeedIDWithName("goldens", commonType.DefaultKeyspaceName))
-	if err := cfg.Apply(uri, config.GetDefaultReplicaConfig().Sink); err != nil {
+	if err := cfg.Apply(uri, pc.sinkConfig(t)); err != nil {
 		t.Fatal(err)
 	}
 	if err := cfg.Validate(); err != nil {
