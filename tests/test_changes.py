@@ -72,6 +72,23 @@ def test_rows_are_sorted_by_commit_ts_stably():
     assert changes.row_key(0) == "{id=1} (position 1 in the input)"  # where it was in the input
 
 
+START = schema(("_commit_ts", T.LongType()), ("_start_ts", T.LongType()), ("id", T.IntegerType(), False))
+
+
+def test_start_ts_follows_its_row_and_a_missing_one_is_the_commit_ts():
+    rows = [{"_commit_ts": 30, "_start_ts": 25, "id": 1}, {"_commit_ts": 10, "_start_ts": None, "id": 2}]
+    _, _, changes, _ = build(START, rows, **KEYED)
+    assert (changes.commit_ts.tolist(), changes.start_ts.tolist()) == ([10, 30], [10, 25])
+    _, _, changes, _ = build(TS, [{"_commit_ts": 7, "id": 1}], **KEYED)
+    assert changes.start_ts.tolist() == [7]
+
+
+@pytest.mark.parametrize("start", [-1, 31])
+def test_a_start_ts_after_its_commit_ts_or_negative_is_refused(start):
+    with pytest.raises(ContractError, match=r"'_start_ts'.*\{id=1\}.*no later than its commit ts 30"):
+        build(START, [{"_commit_ts": 30, "_start_ts": start, "id": 1}], **KEYED)
+
+
 def test_generated_commit_ts_is_strictly_increasing_across_batches():
     s = schema(("id", T.IntegerType(), False))
     config = parse_options({"kafka.bootstrap.servers": "h:1", "protocol": "canal-json", "topic": "t",

@@ -157,6 +157,7 @@ class RowEvent:
     # The message carried the handle-key columns alone, standing for a row over max-message-bytes (Canal-JSON's
     # _tidb.onlyHandleKey, Open Protocol's ohk, Simple's handleKeyOnly): the row's other values were not sent.
     handle_key_only: bool = False
+    start_ts: int | None = None  # the transaction's start ts, where the message carries it (Debezium's start_ts)
 
 
 @dataclass

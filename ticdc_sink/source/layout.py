@@ -3,7 +3,8 @@
 Columns: ``_op``, ``_commit_ts``, ``_schema``, ``_table``, the table's columns
 in table order, ``_before`` (the old row of an UPDATE, a struct of the table's
 columns) and ``_ddl`` (the statement of a DDL row), each metadata name as the
-sink's ``*-column`` options rename it; with ``include-kafka-coordinates``
+sink's ``*-column`` options rename it; with ``debezium-include-start-ts``
+also ``_start_ts`` after ``_commit_ts``; with ``include-kafka-coordinates``
 also ``_topic``, ``_partition``, ``_offset``.  One table shape per DataFrame,
 as for the sink.  Rows are gathered a column at a time and leave as Arrow
 record batches.
@@ -107,7 +108,12 @@ class ReadLayout:
 def _metadata_names(config: ReadConfig) -> set[str]:
     sink = config.sink
     return {sink.op_column, sink.commit_ts_column, sink.schema_column, sink.table_column, sink.before_column,
-            sink.ddl_column, *(name for name, _ in COORDINATES)}
+            sink.ddl_column, sink.start_ts_column, *(name for name, _ in COORDINATES)}
+
+
+def _reads_start_ts(config: ReadConfig) -> bool:
+    """Whether the topic's rows carry their transaction's start ts (Debezium's debezium-include-start-ts)."""
+    return bool(getattr(config.sink.protocol_options, "debezium_include_start_ts", False))
 
 
 def _contract_schema(config: ReadConfig, columns: list[ReadColumn]) -> T.StructType:
@@ -115,6 +121,7 @@ def _contract_schema(config: ReadConfig, columns: list[ReadColumn]) -> T.StructT
     sink = config.sink
     table = [T.StructField(c.name, c.spark_type) for c in columns]
     fields = [T.StructField(sink.op_column, T.StringType()), T.StructField(sink.commit_ts_column, T.LongType()),
+              *([T.StructField(sink.start_ts_column, T.LongType())] if _reads_start_ts(config) else []),
               T.StructField(sink.schema_column, T.StringType()), T.StructField(sink.table_column, T.StringType()),
               *table, T.StructField(sink.before_column, T.StructType(table)),
               T.StructField(sink.ddl_column, T.StringType())]
@@ -153,12 +160,13 @@ class RowsBuilder:
         self._names = [c.name for c in layout.columns]
         self._columns = {c.name: c for c in layout.columns}
         self._metadata = {sink.op_column: 0, sink.commit_ts_column: 1, sink.schema_column: 2, sink.table_column: 3,
-                          sink.before_column: 4, sink.ddl_column: 5, "_topic": 6, "_partition": 7, "_offset": 8}
+                          sink.before_column: 4, sink.ddl_column: 5, "_topic": 6, "_partition": 7, "_offset": 8,
+                          sink.start_ts_column: 9}
         self._clear()
 
     def _clear(self) -> None:
-        # op, commit ts, schema, table, before, ddl, topic, partition, offset
-        self._meta: list[list] = [[] for _ in range(9)]
+        # op, commit ts, schema, table, before, ddl, topic, partition, offset, start ts
+        self._meta: list[list] = [[] for _ in range(10)]
         self._values: dict[str, list] = {name: [] for name in self._names}
 
     def __len__(self) -> int:
@@ -169,16 +177,17 @@ class RowsBuilder:
         for name, values in self._values.items():
             values.append(columns.get(name))
         self._add_meta(event.type, event, event.old if event.type == "UPDATE" else None, None, topic, partition,
-                       offset)
+                       offset, event.start_ts)
 
     def add_ddl(self, event: DDLEvent, topic: str, partition: int, offset: int) -> None:
         for values in self._values.values():
             values.append(None)
-        self._add_meta("DDL", event, None, event.query, topic, partition, offset)
+        self._add_meta("DDL", event, None, event.query, topic, partition, offset, None)
 
-    def _add_meta(self, op: str, event, before, ddl, topic: str, partition: int, offset: int) -> None:
+    def _add_meta(self, op: str, event, before, ddl, topic: str, partition: int, offset: int,
+                  start_ts: int | None) -> None:
         for values, value in zip(self._meta, (op, event.commit_ts, event.database, event.table, before, ddl, topic,
-                                              partition, offset)):
+                                              partition, offset, start_ts)):
             values.append(value)
 
     def take(self) -> pa.RecordBatch:
@@ -217,7 +226,7 @@ class RowsBuilder:
         meta = {0: op, 1: columns.commit_ts.filter(keep), 2: columns.database.filter(keep),
                 3: columns.table.filter(keep), 5: pa.nulls(count, pa.string()),
                 6: pa.repeat(pa.scalar(topic), count), 7: pa.repeat(pa.scalar(partition, pa.int32()), count),
-                8: offsets.filter(keep)}
+                8: offsets.filter(keep), 9: pa.nulls(count, pa.int64())}  # no columnar decoder carries a start ts
         arrays = []
         for f in self.arrow_schema:
             where = self._metadata.get(f.name)

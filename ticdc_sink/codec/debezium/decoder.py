@@ -74,7 +74,8 @@ class DebeziumDecoder(TakesDeclaredTypes, Decoder):
         return [RowEvent(type=kind, database=source["db"], table=source["table"], commit_ts=source.get("commit_ts"),
                          columns=columns, old=old if kind == "UPDATE" else None,
                          primary_keys=list(json.loads(self.decompressed(key))["payload"]) if key else [],
-                         column_types={name: t for name, (t, _) in fields.items() if name in (columns or {})})]
+                         column_types={name: t for name, (t, _) in fields.items() if name in (columns or {})},
+                         start_ts=source.get("start_ts"))]
 
     @property
     def carries_watermarks(self) -> bool:
