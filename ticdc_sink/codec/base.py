@@ -12,6 +12,7 @@ import pyarrow as pa
 
 from ..changes.contract import ChangeBatch
 from ..changes.dispatch import Routing
+from ..changes.table_route import TableRoute
 from ..config.option_group import OptionGroup
 from ..config.sink import SinkConfig
 from ..ddl.statements import DDLChange
@@ -58,6 +59,7 @@ class Encoder(ABC):
     def __init__(self, config: SinkConfig, table: TableSchema | None, *, clock: Callable[[], int] = wall_clock_ms):
         self.config, self.table, self.clock = config, table, clock
         self.options = config.protocol_options  # the protocol's own options (its ``options.py``)
+        self.route = TableRoute(config)  # the names messages carry (target-schema, target-table)
         if table is not None and config.large_message_handle_option == "handle-key-only":
             table.handle_key_only("large-message-handle-option")  # refuses a table without a handle key
 

@@ -11,7 +11,8 @@ the codec's settings under ``[sink.kafka-config.codec-config]``;
 ``debezium-output-old-value`` and ``debezium-include-start-ts``.  Of the
 ``[[sink.dispatchers]]``, the first whose ``matcher`` matches the written
 table (the ``database`` and ``table`` options) gives ``topic``, ``partition``,
-``index`` and ``columns``.  Other sections of the file (``[filter]``,
+``index`` and ``columns``, and the first matching one that routes gives
+``target-schema`` and ``target-table``.  Other sections of the file (``[filter]``,
 ``[mounter]``, ...) are the changefeed's, not the sink's.  A ``[sink]`` key
 the sink cannot honour is refused, naming it and why; one that changes
 nothing in the messages (how TiCDC schedules its own work) is passed over.
@@ -121,34 +122,48 @@ def _kafka_config(path: str, config: dict) -> dict[str, str]:
 
 
 def _dispatcher(path: str, rules: list, database: str | None, table: str | None) -> dict[str, str]:
-    """The options of the first dispatcher rule that matches the table."""
+    """The options of the dispatcher rules that match the table: the first one's topic and partition, as TiCDC's
+    event router takes them, and the target names of the first one that routes (TiCDC's router, which passes
+    over rules without ``target-schema`` or ``target-table``)."""
     if database is None or table is None:
         raise ConfigError(OPTION, path, "its dispatchers choose a rule by the written table: give the options "
                                         "database and table")
+    options: dict[str, str] | None = None
     for rule in rules:
+        unknown = set(rule) - {"matcher", "topic", "partition", "dispatcher", "index", "columns", *_TARGETS}
+        if unknown:
+            raise ConfigError(OPTION, path, f"sink.dispatchers.{sorted(unknown)[0]} is not supported by the sink")
         try:
             matched = TableFilter(list(rule.get("matcher", []))).matches(database, table)
         except FilterSyntaxError as e:
             raise ConfigError(OPTION, path, f"sink.dispatchers: {e}") from None
         if not matched:
             continue
-        if "partition" in rule and "dispatcher" in rule:
-            raise ConfigError(OPTION, path, f"dispatcher and partition cannot be configured both for rule: {rule}")
-        options = {}
-        if rule.get("topic"):
-            options["topic"] = str(rule["topic"])
-        partition = rule.get("partition", rule.get("dispatcher"))
-        if partition:
-            options["partition"] = str(partition)
-        if rule.get("index"):
-            options["partition-index"] = str(rule["index"])
-        if rule.get("columns"):
-            options["partition-columns"] = ",".join(rule["columns"])
-        unknown = set(rule) - {"matcher", "topic", "partition", "dispatcher", "index", "columns"}
-        if unknown:
-            raise ConfigError(OPTION, path, f"sink.dispatchers.{sorted(unknown)[0]} is not supported by the sink")
-        return options
-    return {}
+        if options is None:
+            options = _dispatch_options(path, rule)
+        if any(rule.get(key) for key in _TARGETS):
+            return {**options, **{key: str(rule[key]) for key in _TARGETS if rule.get(key)}}
+    return options or {}
+
+
+_TARGETS = ("target-schema", "target-table")
+
+
+def _dispatch_options(path: str, rule: dict) -> dict[str, str]:
+    """A rule's topic and partition dispatcher, as sink options."""
+    if "partition" in rule and "dispatcher" in rule:
+        raise ConfigError(OPTION, path, f"dispatcher and partition cannot be configured both for rule: {rule}")
+    options = {}
+    if rule.get("topic"):
+        options["topic"] = str(rule["topic"])
+    partition = rule.get("partition", rule.get("dispatcher"))
+    if partition:
+        options["partition"] = str(partition)
+    if rule.get("index"):
+        options["partition-index"] = str(rule["index"])
+    if rule.get("columns"):
+        options["partition-columns"] = ",".join(rule["columns"])
+    return options
 
 
 def _text(value: Any) -> str:

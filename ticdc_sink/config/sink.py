@@ -51,6 +51,10 @@ class SinkConfig(OptionGroup):
     partition: str = "default"
     partition_columns: tuple[str, ...] = ()
     partition_index: str | None = None
+    # Table routing (a dispatch rule's target-schema/target-table): the names messages carry, from {schema} and
+    # {table}; topics and partitions keep the source names (``changes/table_route.py``).
+    target_schema: str | None = None
+    target_table: str | None = None
     delivery: str = "exactly-once"
     # When two tasks of one micro-batch wrote a Kafka partition, so that a key's changes
     # may be out of commit-ts order: log a warning, fail the batch, or say nothing.

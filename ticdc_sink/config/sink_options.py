@@ -35,6 +35,7 @@ SPARK_OWN_OPTIONS = frozenset({"checkpointlocation", "path", "paths", "queryname
 _TOPIC_EXPRESSION = re.compile(r"^[A-Za-z0-9._\-]*(\{schema\})?([A-Za-z0-9._\-]*\{table\})?[A-Za-z0-9._\-]*$")
 _TOPIC_NAME = re.compile(r"^[A-Za-z0-9._\-]{1,249}$")
 _TRANSACTIONAL_PREFIX = re.compile(r"^[A-Za-z0-9._\-]{1,200}$")
+_ROUTING_EXPRESSION = re.compile(r"^(?:[^{}]|\{schema\}|\{table\})*$")  # TiCDC's pkg/config/sink.go
 
 _SINK_OPTIONS = SinkConfig.option_fields()
 _PROTOCOL_OPTION_NAMES = {name for options in PROTOCOL_OPTIONS.values() for name in options.option_fields()}
@@ -141,6 +142,10 @@ def _build(values: dict[str, str], kafka: dict[str, str], registry: dict[str, st
         raise ConfigError("partition-columns", values["partition-columns"], "only used with partition=columns")
     if parsed.get("partition_index") and parsed["partition"] != "index-value":
         raise ConfigError("partition-index", values["partition-index"], "only used with partition=index-value")
+    for option in ("target-schema", "target-table"):
+        if option in values and not _ROUTING_EXPRESSION.match(values[option]):
+            raise ConfigError(option, values[option], f'{option} "{values[option]}" must contain only literal '
+                                                      "text, {schema}, and {table}")
 
     if parsed.get("column_selectors") is not None:
         parse_column_selectors(str(parsed["column_selectors"]))  # refused here, before any task

@@ -136,7 +136,7 @@ def emit_control_events(config: SinkConfig, layout: InputLayout | None, ddls: li
             watermark = max(watermark, marker.watermark)  # never backwards
         output.remember_partition_counts(topics)  # the tasks looked them up: no metadata call for them
         ddl_topics = [router.topic_for_ddl(ddl.database, ddl.table) for ddl in ddls]
-        events = [encoder.encode_ddl(ddl, topic) for ddl, topic in zip(ddls, ddl_topics)]
+        events = [encoder.encode_ddl(encoder.route.ddl(ddl), topic) for ddl, topic in zip(ddls, ddl_topics)]
         schemas, record_bootstraps = [], None
         if (driver is not None and table_rows and isinstance(encoder, SendsTableSchemas)
                 and encoder.bootstrap_version is not None):

@@ -70,7 +70,7 @@ class AvroEncoder(UsesSchemaRegistry, Encoder):
         body = [fragments[c.name] for c in self.table.columns]
         if self.options.enable_tidb_extension:
             body += self._extension_fragments(batch)
-        schemas = [self._schemas(topic, *_table_of(batch, routing, index))
+        schemas = [self._schemas(topic, *self.route.target(*_table_of(batch, routing, index)))
                    for index, topic in enumerate(routing.topics)]
         values = concat([_headers([s.value for s in schemas], routing), concat(body, n)], n)
         is_delete = batch.ops == OP_DELETE

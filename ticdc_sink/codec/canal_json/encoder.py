@@ -102,9 +102,10 @@ class CanalJSONEncoder(Encoder):
             [f.take(updates) for f in new_frags], [self._fragments(before[c.name], c) for c in columns]))
 
         es = physical_ms_text(batch.commit_ts)
+        databases, tables = self.route.target_names(batch.databases, batch.tables)
         parts: list[Any] = [
-            '{"id":0,"database":', quoted_names_of(batch.databases),
-            ',"table":', quoted_names_of(batch.tables),
+            '{"id":0,"database":', quoted_names_of(databases),
+            ',"table":', quoted_names_of(tables),
             f',"pkNames":{self._pk_names},"isDdl":false,"type":', type_json,
             ',"es":', es,
             f',"ts":{build_ms},"sql":"","sqlType":', *self._sql_type_parts(batch),

@@ -102,8 +102,9 @@ class DebeziumAvroEncoder(UsesSchemaRegistry, Encoder):
 
     def _source(self, batch: ChangeBatch) -> list:
         commit_ts = batch.commit_ts.view(np.int64)
+        databases, tables = self.route.target_names(batch.databases, batch.tables)
         return [self._source_head, varints(commit_ts >> TSO_LOGICAL_BITS), _NULL,  # snapshot: null
-                length_prefixed(batch.databases), length_prefixed(batch.tables), self._source_after_table,
+                length_prefixed(databases), length_prefixed(tables), self._source_after_table,
                 varints(commit_ts), self._cluster]
 
     def _headers(self, topic: str, database: str, table: str) -> "_Headers":
@@ -166,7 +167,8 @@ class DebeziumAvroEncoder(UsesSchemaRegistry, Encoder):
     def _row_headers(self, batch: ChangeBatch, routing: Routing) -> tuple:
         """Each row's key and value header, by its topic and table (a constant where the batch has one)."""
         topic_of_row = routing.topic_of_row if len(routing.topics) > 1 else np.zeros(batch.num_rows, np.int32)
-        places = join(pa.array(topic_of_row).cast(pa.string()), "\x00", batch.databases, "\x00", batch.tables)
+        databases, tables = self.route.target_names(batch.databases, batch.tables)
+        places = join(pa.array(topic_of_row).cast(pa.string()), "\x00", databases, "\x00", tables)
         distinct = pc.unique(places)
         headers = []
         for place in distinct.to_pylist():

@@ -110,8 +110,9 @@ class DebeziumEncoder(Encoder):
 
     def _source(self, batch: ChangeBatch) -> list:
         """The ``source`` block's pieces, joined in with the rest of the value (one copy of each row)."""
-        values = [physical_ms_text(batch.commit_ts), quoted_names_of(batch.databases, style=PLAIN),
-                  quoted_names_of(batch.tables, style=PLAIN), pa.array(batch.commit_ts).cast(pa.string())]
+        databases, tables = self.route.target_names(batch.databases, batch.tables)
+        values = [physical_ms_text(batch.commit_ts), quoted_names_of(databases, style=PLAIN),
+                  quoted_names_of(tables, style=PLAIN), pa.array(batch.commit_ts).cast(pa.string())]
         if self.options.debezium_include_start_ts:
             values.append(pa.array(batch.start_ts).cast(pa.string()))
         head, *stretches = self._source_stretches
@@ -131,7 +132,8 @@ class DebeziumEncoder(Encoder):
 
     def _names(self, batch: ChangeBatch) -> tuple[list[str], pa.Array | None]:
         """The batch's distinct ``<cluster>.<db>.<table>`` and, when there are several, each row's index."""
-        pairs = join(batch.databases, "\x00", batch.tables)
+        databases, tables = self.route.target_names(batch.databases, batch.tables)
+        pairs = join(databases, "\x00", tables)
         distinct = pc.unique(pairs)
         names = [schema_name(self.options.cluster_id, *pair.split("\x00")) for pair in distinct.to_pylist()]
         return names, None if len(names) == 1 else pc.index_in(pairs, value_set=distinct)

@@ -82,9 +82,10 @@ class OpenProtocolEncoder(Encoder):
             tail = [',"ohk":true,"ohk":false,"ccl":', json_fragments(locations, style=PLAIN), "}"]
         else:
             tail = [',"ohk":true}' if self.marks_handle_key_only else "}"]
+        databases, tables = self.route.target_names(batch.databases, batch.tables)
         return concat(['{"ts":', pa.array(batch.commit_ts).cast(pa.string()),
-                       ',"scm":', quoted_names_of(batch.databases, style=PLAIN),
-                       ',"tbl":', quoted_names_of(batch.tables, style=PLAIN), f',"t":{ROW_EVENT}', *tail],
+                       ',"scm":', quoted_names_of(databases, style=PLAIN),
+                       ',"tbl":', quoted_names_of(tables, style=PLAIN), f',"t":{ROW_EVENT}', *tail],
                       batch.num_rows)
 
     def event_values(self, batch: ChangeBatch) -> pa.Array:

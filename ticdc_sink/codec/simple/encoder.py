@@ -64,7 +64,7 @@ class SimpleEncoder(SendsTableSchemas, Encoder):
         data = pc.if_else(is_delete, wire.no_member("data"), wire.member("data", row))
         old = pc.if_else(is_delete, wire.member("old", row), wire.no_member("old"))
         old = at_updates(batch, old, lambda before, updates: wire.member("old", self._rows(before, len(updates))))
-        names = _one_name_or_all(batch.databases), _one_name_or_all(batch.tables)
+        names = [_one_name_or_all(n) for n in self.route.target_names(batch.databases, batch.tables)]
         return wire.dml(*names, self._table_ids(batch), ops, batch.commit_ts, self.clock(), self.shape.version,
                         data, old, n, self.marks_handle_key_only, locations)
 
@@ -91,7 +91,7 @@ class SimpleEncoder(SendsTableSchemas, Encoder):
     def _table_ids(self, batch: ChangeBatch) -> np.ndarray | int:
         """Each row's ``tableID``: one per table name (the batch has one, but for a ``_table`` column)."""
         tables, table_of_row = batch.tables_of_rows
-        ids = [table_id(*table, self.config) for table in tables]
+        ids = [table_id(*self.route.target(*table), self.config) for table in tables]
         if len(ids) == 1:
             return ids[0]
         return np.array(ids, dtype=np.int64)[table_of_row]
@@ -117,8 +117,8 @@ class SimpleEncoder(SendsTableSchemas, Encoder):
         return Messages.one(topic, BROADCAST, None, self.compressed(value))
 
     def encode_bootstrap(self, database: str, table: str) -> str | bytes:
-        """The BOOTSTRAP message of the writing table (JSON gives it ``commitTs`` 0)."""
-        return self.wire.bootstrap(self.clock(), self._table_schema(self.shape, database, table))
+        """The BOOTSTRAP message of the writing table (JSON gives it ``commitTs`` 0), under its routed names."""
+        return self.wire.bootstrap(self.clock(), self._table_schema(self.shape, *self.route.target(database, table)))
 
     @property
     def bootstrap_version(self) -> int | None:

@@ -30,6 +30,7 @@ import (
 	commonType "github.com/pingcap/ticdc/pkg/common"
 	commonEvent "github.com/pingcap/ticdc/pkg/common/event"
 	"github.com/pingcap/ticdc/pkg/config"
+	"github.com/pingcap/ticdc/pkg/routing"
 	"github.com/pingcap/ticdc/pkg/sink/codec"
 	"github.com/pingcap/ticdc/pkg/sink/codec/common"
 )
@@ -117,6 +118,8 @@ type tableGolden struct {
 	TableID       int64             `json:"table_id"`
 	SchemaVersion uint64            `json:"schema_version"`
 	Query         string            `json:"query"` // the CREATE TABLE as TiDB hands it to TiCDC
+	// RoutedQuery is the CREATE TABLE as table routing (target-schema, target-table) rewrote it, where it did.
+	RoutedQuery string `json:"routed_query,omitempty"`
 	DDL           *message          `json:"ddl,omitempty"`
 	Bootstrap     *message          `json:"bootstrap,omitempty"`
 	Messages      []message         `json:"messages"`
@@ -300,8 +303,21 @@ func encodeTable(t *testing.T, pc protocolConfig, registry *registry, topic stri
 	ddl *commonEvent.DDLEvent, events []event) *tableGolden {
 	ctx := context.Background()
 	encoder, cfg := newEncoder(t, pc, registry, topic)
+	golden := &tableGolden{TableID: ddl.TableInfo.TableName.TableID, SchemaVersion: ddl.TableInfo.GetUpdateTS(),
+		Query: ddl.Query}
+	// Table routing renames the table in what the encoder is handed, as TiCDC's event collector does; the topic
+	// stays the source table's.
+	router, err := routing.NewRouter(cfg.ChangefeedID, false, pc.sinkConfig(t).DispatchRules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ddl, err = router.ApplyToDDLEvent(ddl); err != nil {
+		t.Fatal(err)
+	}
+	if ddl.Query != golden.Query {
+		golden.RoutedQuery = ddl.Query
+	}
 	protocol, table := cfg.Protocol, ddl.TableInfo
-	golden := &tableGolden{TableID: table.TableName.TableID, SchemaVersion: table.GetUpdateTS(), Query: ddl.Query}
 	if m, err := encoder.EncodeDDLEvent(ddl); err != nil {
 		t.Fatal(err)
 	} else if m != nil {
@@ -315,6 +331,11 @@ func encodeTable(t *testing.T, pc protocolConfig, registry *registry, topic stri
 		golden.Bootstrap = asMessage("bootstrap", m)
 	}
 	for _, e := range events {
+		routed := *e.row
+		if routed.TableInfo, err = router.ApplyToTableInfo(e.row.TableInfo); err != nil {
+			t.Fatal(err)
+		}
+		e.row = &routed
 		var built []*common.Message
 		for attempt := 0; ; attempt++ {
 			if err := encoder.AppendRowChangedEvent(ctx, topic, e.row); err != nil {
