@@ -380,6 +380,46 @@ def test_the_decoder_needs_the_registry_and_the_wire_format(schema_registry):
 
 
 # ---------------------------------------------------------------------------
+# avro-include-before-value (TiCDC's bytes for it: tests/golden/ticdc/avro-before-value*.json)
+
+
+def test_without_the_old_row_an_update_sends_a_null_before_image(schema_registry):
+    """An input without ``_before`` gives no old row: the update's ``_ticdc_before`` is null, its ``_tidb_op``
+    still ``u``, and it reads back as an UPDATE without old values."""
+    rows = [{"_op": "UPDATE", "_commit_ts": TS_UPDATE, "id": 1, "name": "Zoe"},
+            {"_op": "DELETE", "_commit_ts": TS_UPDATE + 1, "id": 1, "name": "Zoe"}]
+    config, _, [(_, update), (_, delete)] = encode(TABLE, rows, **avro_options(
+        schema_registry, avro_include_before_value="true"))
+    row = avro_long(1) + b"\x02" + b"\x06Zoe"  # id, then name's union branch and string
+    assert update[5:] == row + b"\x00" + b"\x02u"
+    assert delete[5:] == row + b"\x02" + row + b"\x02d"  # a delete's before-image is its own row
+    events = [event for value in (update, delete) for event in decoder_for(config).decode(None, value)]
+    assert [(e.type, e.columns, e.old) for e in events] == [("UPDATE", {"id": 1, "name": "Zoe"}, None),
+                                                            ("DELETE", {"id": 1, "name": "Zoe"}, None)]
+
+
+def test_with_the_before_value_a_keyless_tables_delete_is_its_row(schema_registry, caplog):
+    table = schema(("_op", T.StringType()), ("id", T.IntegerType()), ("note", T.StringType()))
+    rows = [{"_op": "DELETE", "id": 1, "note": "x"}]
+    with caplog.at_level(logging.WARNING):
+        config, _, [(key, value)] = encode(table, rows, **avro_options(schema_registry, primary_key=None,
+                                                                       avro_include_before_value="true"))
+    assert key is None and not caplog.text
+    [event] = decoder_for(config).decode(None, value)
+    assert (event.type, event.columns) == ("DELETE", {"id": 1, "note": "x"})
+
+
+def test_an_enum_error_value_in_the_old_row_fails_naming_it(schema_registry):
+    """TiCDC writes the old row's ENUM as its member name too, and has none for index 0."""
+    columns = [("id", T.IntegerType(), False), ("en", T.IntegerType(), True, {"mysql_type": "ENUM('a','b')"})]
+    table = schema(("_op", T.StringType()), *columns, ("_before", schema(*columns)))
+    rows = [{"_op": "UPDATE", "id": 1, "en": 1, "_before": {"id": 1, "en": 0}}]
+    encode(table, rows, **avro_options(schema_registry))  # without the old row in the value, nothing to refuse
+    with pytest.raises(ContractError, match=r"_before\.en.*'' is not a member of ENUM\('a', 'b'\)"):
+        encode(table, rows, **avro_options(schema_registry, avro_include_before_value="true"))
+
+
+# ---------------------------------------------------------------------------
 # Edge values, and what the registry client leaves open
 
 

@@ -39,8 +39,8 @@ def test_options_given_beside_the_file_win():
     ("[sink]\nintegrity = {integrity-check-level = 'correctness'}", "sink.integrity is not supported by the sink"),
     ("[sink.kafka-config]\nsasl-user = 'u'", "sink.kafka-config.sasl-user: Kafka client settings are given as "
                                                "kafka.<librdkafka setting> options"),
-    ("[sink.kafka-config.codec-config]\navro-include-before-value = true",
-     "codec-config.avro-include-before-value: the sink does not support it"),
+    ("[sink.kafka-config.codec-config]\nno-such-setting = true",
+     "codec-config.no-such-setting: the sink does not support it"),
     ("[sink.open]\noutput-handle-key = true", "sink.open.output-handle-key is not supported by the sink"),
     ("[sink.kafka-config.large-message-handle]\nclaim-check-compression = 'lz4'",
      "large-message-handle.claim-check-compression: not a key of TiCDC's large-message-handle"),
@@ -77,6 +77,15 @@ def test_the_protocol_sections_settings_apply(tmp_path, toml, protocol, option, 
     registry = {"schema-registry": "http://registry:8081"} if protocol.endswith("avro") else {}
     config = parse(path, protocol=protocol, topic="tidb_{schema}_{table}", **registry)
     assert getattr(config.protocol_options, option) is value
+
+
+def test_avro_include_before_value_in_codec_config_applies_with_avro_only(tmp_path):
+    """TiCDC takes it from codec-config as from the sink URI, and for protocol avro alone (common/config.go)."""
+    path = tmp_path / "changefeed.toml"
+    path.write_text("[sink.kafka-config.codec-config]\navro-include-before-value = true\n")
+    config = parse(path, protocol="avro", topic="tidb_{schema}_{table}", **{"schema-registry": "http://registry:8081"})
+    assert config.protocol_options.avro_include_before_value is True
+    assert parse(path, protocol="canal-json", topic="t").protocol == "canal-json"  # another protocol: ignored
 
 
 def test_another_protocols_section_changes_nothing_but_start_ts_is_refused_as_ticdc_refuses_it(tmp_path):

@@ -239,6 +239,7 @@ BOOL_OPTIONS = [
     ("debezium-disable-schema", "debezium_disable_schema"),
     ("send-bootstrap-to-all-partition", "send_bootstrap_to_all_partition"),
     ("auto-create-topic", "auto_create_topic"),
+    ("avro-include-before-value", "avro_include_before_value"),
 ]
 
 

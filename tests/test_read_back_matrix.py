@@ -392,12 +392,16 @@ def tso(logical: int) -> int:
 OFF = {"enable-tidb-extension": "false"}
 # Each protocol's _commit_ts of an INSERT, an UPDATE and a DELETE without the TiDB extension (and Avro's with it):
 # the commit's TSO; "es": Canal-JSON's physical milliseconds of the commit as a TSO (logical part 0); None: the
-# messages carry neither (Avro's without the extension; its DELETE is a tombstone, the key alone).
+# messages carry neither (Avro's without the extension; its DELETE is a tombstone, the key alone, unless
+# avro-include-before-value makes it a value).
+BEFORE_VALUE = {"avro-include-before-value": "true"}
 COMMIT_TS = [
     (Mode("canal-json", OFF), ("es", "es", "es")),
     (Mode("open-protocol"), ("tso", "tso", "tso")),
     (Mode("avro", OFF), (None, None, None)),
     (Mode("avro", {"enable-tidb-extension": "true"}), ("tso", "tso", None)),
+    (Mode("avro", BEFORE_VALUE), (None, None, None)),
+    (Mode("avro", {"enable-tidb-extension": "true", **BEFORE_VALUE}), ("tso", "tso", "tso")),
     *((mode, ("tso", "tso", "tso")) for mode in each("debezium", enable_tidb_extension=["false"],
                                                      debezium_disable_schema=ON_OFF)),
     (Mode("debezium-avro", OFF), ("tso", "tso", "tso")),
@@ -450,6 +454,33 @@ def test_with_output_old_value_false_an_update_reads_back_without_its_old_row(mo
     for read in read_back(mode, options, *written(options, rows)):
         assert [(r["_op"], r["_before"]) for r in read] == [(update, None), ("DELETE", None)]
         assert {k: read[1][k] for k in table} == {k: read[0][k] for k in table}  # the DELETE's whole row
+
+
+@pytest.mark.parametrize("mode", each("avro", enable_tidb_extension=ON_OFF, avro_include_before_value=["true"]),
+                         ids=lambda m: m.name)
+def test_avro_with_the_before_value_reads_back_every_cell_as_an_old_row_and_in_a_deleted_row(mode, schema_registry):
+    """avro-include-before-value: the matrix's rows, then each updated to the next row's values (so every cell is
+    an old row in ``_before`` once), then deleted: a DELETE reads back whole, not as its key."""
+    def table_columns(row: dict) -> dict:
+        return {k: v for k, v in row.items() if not k.startswith("_")}
+
+    inserts = input_rows(mode)
+    count = len(inserts)
+    updates = [{**inserts[(i + 1) % count], "_op": "UPDATE", "_commit_ts": (count + i + 1) << 18, "id": row["id"],
+                "_before": table_columns(row)} for i, row in enumerate(inserts)]
+    deletes = [{**row, "_op": "DELETE", "_commit_ts": (2 * count + i + 1) << 18, "_before": None}
+               for i, row in enumerate(updates)]
+    rows = inserts + updates + deletes
+    options = write_options(mode, schema_registry.url)
+
+    def as_read(values: dict | None, read: bool = False) -> dict | None:
+        """A row's columns as the reader gives them (``read``: as given already)."""
+        return None if values is None else {c.name: values[c.name] if read else expected(mode, c.name, values[c.name])
+                                            for c in COLUMNS}
+
+    for read in read_back(mode, options, *written(options, rows)):
+        assert [(r["_op"], r["id"], as_read(r, True), as_read(r["_before"], True)) for r in read] == \
+            [(r["_op"], r["id"], as_read(r), as_read(r["_before"])) for r in rows]
 
 
 @pytest.mark.spark

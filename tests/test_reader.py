@@ -4,7 +4,7 @@ protocol, against the session's broker.
 A DataFrame of every type, written by the sink and read back with the same
 options, equals its input: values, Spark types, ``_op``, ``_commit_ts`` and
 ``_before`` (Avro carries no old values and a delete's key only, as its
-document says).  The consumer rules (consistent cuts, repeated rows, DDL,
+document says, unless with ``avro-include-before-value``).  The consumer rules (consistent cuts, repeated rows, DDL,
 tables, undecodable messages) are in ``test_reader_rules.py``.
 """
 
@@ -22,7 +22,9 @@ from protocols import ProtocolUnderTest
 
 pytestmark = [pytest.mark.spark, pytest.mark.broker]
 
-READ_PROTOCOLS = ["open-protocol", "canal-json", "avro", "debezium", "simple", "simple-avro", "debezium-avro"]
+READ_PROTOCOLS = ["open-protocol", "canal-json", "avro", "avro-before-value", "debezium", "simple", "simple-avro",
+                  "debezium-avro"]
+REGISTRY_PROTOCOLS = ("avro", "avro-before-value", "debezium-avro")
 COLUMNS = [
     T.StructField("id", T.IntegerType(), False),
     T.StructField("b", T.BooleanType()),
@@ -69,9 +71,12 @@ TS = 450_000_000_000_000_000
 
 def protocol_of(name: str, registry) -> tuple[ProtocolUnderTest, dict]:
     """The protocol under test and its extra options (Simple's Avro encoding is ``simple`` with
-    ``encoding-format=avro``); every protocol with the TiDB extension, which carries commit ts and ops."""
+    ``encoding-format=avro``, ``avro-before-value`` Avro with ``avro-include-before-value``); every protocol with
+    the TiDB extension, which carries commit ts and ops."""
     if name == "simple-avro":
         return ProtocolUnderTest("simple"), {"encoding-format": "avro"}
+    if name == "avro-before-value":
+        return ProtocolUnderTest("avro", registry.url), {"avro-include-before-value": "true"}
     if name == "debezium-avro":
         return ProtocolUnderTest(name, registry.url), {"avro-bigint-unsigned-handling-mode": "string"}
     return ProtocolUnderTest(name, registry.url if name == "avro" else None), {}
@@ -79,7 +84,7 @@ def protocol_of(name: str, registry) -> tuple[ProtocolUnderTest, dict]:
 
 @pytest.fixture(params=READ_PROTOCOLS)
 def read_protocol(request):
-    registry = request.getfixturevalue("schema_registry") if request.param in ("avro", "debezium-avro") else None
+    registry = request.getfixturevalue("schema_registry") if request.param in REGISTRY_PROTOCOLS else None
     return protocol_of(request.param, registry)
 
 
@@ -112,11 +117,11 @@ def read_options(broker, topic: str, protocol: ProtocolUnderTest, extra: dict) -
     return {**options, "topic": protocol.kafka_topic(topic), "kafka.isolation.level": broker.isolation}
 
 
-def expected_rows(protocol: ProtocolUnderTest) -> list[dict]:
-    """The changes as the protocol carries them, in commit ts order (nulls first): Avro has no old values, and
-    a delete is its key alone (a tombstone, without commit ts)."""
+def expected_rows(protocol: ProtocolUnderTest, extra: dict) -> list[dict]:
+    """The changes as the protocol carries them, in commit ts order (nulls first): Avro without
+    avro-include-before-value has no old values, and a delete is its key alone (a tombstone, without commit ts)."""
     rows = changes()
-    if protocol.name == "avro":
+    if protocol.name == "avro" and "avro-include-before-value" not in extra:
         for row in rows:
             row["_before"] = None
             if row["_op"] == "DELETE":
@@ -152,7 +157,7 @@ def test_a_dataframe_written_by_the_sink_reads_back_equal(spark, broker, topic, 
         ("_ddl", T.StringType())]
     rows = as_dicts(frame.orderBy("_commit_ts").collect())
     assert [(r["_schema"], r["_table"], r["_ddl"]) for r in rows] == [("shop", "orders", None)] * 5
-    assert changes_of(rows) == collected(expected_rows(protocol))
+    assert changes_of(rows) == collected(expected_rows(protocol, extra))
 
     # And as a stream: every micro-batch a cut at the sink's watermark (Avro's: at the offsets available).
     streamed: list[dict] = []
@@ -164,7 +169,7 @@ def test_a_dataframe_written_by_the_sink_reads_back_equal(spark, broker, topic, 
     finally:
         query.stop()
     in_order = sorted(streamed, key=lambda row: (row["_commit_ts"] is not None, row["_commit_ts"]))
-    assert changes_of(in_order) == collected(expected_rows(protocol))
+    assert changes_of(in_order) == collected(expected_rows(protocol, extra))
 
 
 def changes_of(rows: list[dict]) -> list[dict]:

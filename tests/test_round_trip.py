@@ -223,6 +223,24 @@ def test_avro_compresses_nothing_as_in_ticdc(protocol, protocol_options):
     assert sent(**protocol_options, large_message_handle_compression="lz4") == sent(**protocol_options)
 
 
+@pytest.mark.parametrize("extension", ["false", "true"])
+@pytest.mark.parametrize("protocol", ["avro"])
+def test_avro_with_the_before_value_round_trips_old_rows_and_deleted_rows(protocol, extension, protocol_options):
+    """avro-include-before-value: ``_tidb_op`` tells every operation even without the TiDB extension (which
+    alone carries the commit ts), an UPDATE comes back with its old row and a DELETE with its whole row."""
+    options = {**protocol_options, "enable-tidb-extension": extension, "avro-include-before-value": "true"}
+    events = [event for _, event in round_trip(protocol, mixed_rows(), [0, 0, 0, 0], **options)]
+    assert [e.type for e in events] == ["INSERT", "INSERT", "UPDATE", "DELETE"]
+    assert [e.commit_ts for e in events] == [ts << 18 if extension == "true" else None for ts in (1, 2, 3, 4)]
+    insert, nulls, update, delete = events
+    assert_columns(insert.columns, DECODED)
+    assert_columns(nulls.columns, decoded(changed(NULLS, id=2)))
+    assert_columns(update.columns, decoded(changed(VALUES, id=2)))
+    assert_columns(update.old, decoded(changed(NULLS, id=2)))
+    assert_columns(delete.columns, DECODED)
+    assert (insert.old, delete.old) == (None, None)
+
+
 # TiCDC refuses claim-check-raw-value for the Open Protocol (tests/test_config.py checks it).
 @pytest.mark.parametrize("protocol, raw_value", [("canal-json", "false"), ("canal-json", "true"),
                                                  ("open-protocol", "false"), ("simple", "false"), ("simple", "true")])

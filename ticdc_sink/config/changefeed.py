@@ -38,7 +38,8 @@ _SINK_KEYS = ("protocol", "schema-registry", "only-output-updated-columns", "del
               "send-bootstrap-in-msg-count", "send-bootstrap-to-all-partition")
 _KAFKA_KEYS = ("max-message-bytes", "partition-num", "replication-factor", "output-raw-change-event")
 _CODEC_KEYS = ("enable-tidb-extension", "max-batch-size", "avro-decimal-handling-mode",
-               "avro-bigint-unsigned-handling-mode", "avro-enable-watermark", "encoding-format")
+               "avro-bigint-unsigned-handling-mode", "avro-enable-watermark", "avro-include-before-value",
+               "encoding-format")
 # Sections of [sink] whose keys are sink options named for the section.
 _SECTION_KEYS = {"open": {"output-old-value": "open-output-old-value"},
                  "debezium": {"output-old-value": "debezium-output-old-value",

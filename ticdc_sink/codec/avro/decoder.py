@@ -17,7 +17,7 @@ from ...table.type_grammar import carried_type
 from ..base import Decoder, RowEvent
 from ..shared.decoding import allowed_members, enum_index, set_bitmask, unsigned_64
 from ..shared.schema_registry import UsesSchemaRegistry, split_confluent
-from .schema import EXTENSION_FIELDS
+from .schema import BEFORE_FIELD, EXTENSION_FIELDS
 
 
 class AvroDecoder(UsesSchemaRegistry, Decoder):
@@ -28,7 +28,11 @@ class AvroDecoder(UsesSchemaRegistry, Decoder):
     UNSIGNED as the unsigned number), floats, ``Decimal``, ``date``, naive
     ``datetime``, ``str`` for TIME, JSON and text, ``bytes`` for binary
     strings.  Without the TiDB extension an update reads as INSERT and no
-    commit ts is known; a delete carries the key columns only.
+    commit ts is known; a delete carries the key columns only.  With
+    ``avro-include-before-value`` (a ``_ticdc_before`` field, which the
+    schema shows: the reader needs no option) ``_tidb_op`` tells every
+    operation, an update carries its old row and a delete is a value with
+    the whole deleted row.
     """
 
     def __init__(self, config: SinkConfig | None = None):
@@ -41,10 +45,11 @@ class AvroDecoder(UsesSchemaRegistry, Decoder):
                 return []
             reader, columns, _ = self._read(key)
             return [reader.event("DELETE", columns, columns, None)]
-        reader, columns, extension = self._read(value)
+        reader, columns, others = self._read(value)
         key_columns = self._read(key)[1] if key is not None else {}
-        kind = {"c": "INSERT", "u": "UPDATE"}.get(extension.get("_tidb_op"), "INSERT")
-        return [reader.event(kind, columns, key_columns, extension.get("_tidb_commit_ts"))]
+        kind = _KINDS.get(others.get("_tidb_op"), "INSERT")
+        old = others.get(BEFORE_FIELD) if kind == "UPDATE" else None
+        return [reader.event(kind, columns, key_columns, others.get("_tidb_commit_ts"), old)]
 
     def _read(self, data: bytes) -> tuple["_Reader", dict[str, Any], dict[str, Any]]:
         schema_id, record_ = split_confluent(data)
@@ -62,22 +67,31 @@ class _Reader:
         self.table = schema["name"]
         self.database = schema.get("namespace", "").partition(".")[2]
         self._parsed = fastavro.parse_schema(schema)
-        columns = [(f["name"], _value_type(f["type"])) for f in schema["fields"] if f["name"] not in _EXTENSION_NAMES]
+        columns = [(f["name"], _value_type(f["type"])) for f in schema["fields"] if f["name"] not in _NOT_COLUMNS]
         self._converters = {name: _converter(avro_type) for name, avro_type in columns}
         self.column_types = {name: _column_type(avro_type) for name, avro_type in columns}
 
     def read(self, payload: bytes) -> tuple["_Reader", dict[str, Any], dict[str, Any]]:
+        """The record's columns as TiDB values, and its other fields (the before-image's columns converted)."""
         record_ = fastavro.schemaless_reader(io.BytesIO(payload), self._parsed, None)
-        columns = {name: None if record_[name] is None else convert(record_[name])
-                   for name, convert in self._converters.items()}
-        return self, columns, {name: record_[name] for name in _EXTENSION_NAMES if name in record_}
+        others = {name: record_[name] for name in _NOT_COLUMNS if name in record_}
+        if others.get(BEFORE_FIELD) is not None:
+            others[BEFORE_FIELD] = self._columns(others[BEFORE_FIELD])
+        return self, self._columns(record_), others
 
-    def event(self, kind: str, columns: dict, key_columns: dict, commit_ts: int | None) -> RowEvent:
+    def _columns(self, record_: dict[str, Any]) -> dict[str, Any]:
+        return {name: None if record_[name] is None else convert(record_[name])
+                for name, convert in self._converters.items()}
+
+    def event(self, kind: str, columns: dict, key_columns: dict, commit_ts: int | None,
+              old: dict | None = None) -> RowEvent:
         return RowEvent(type=kind, database=self.database, table=self.table, commit_ts=commit_ts,
-                        columns=columns, primary_keys=list(key_columns), column_types=self.column_types)
+                        columns=columns, old=old, primary_keys=list(key_columns), column_types=self.column_types)
 
 
-_EXTENSION_NAMES = tuple(f["name"] for f in EXTENSION_FIELDS)
+_KINDS = {"c": "INSERT", "u": "UPDATE", "d": "DELETE"}  # _tidb_op
+# The value's fields that are no column: the TiDB extension's and the before-image.
+_NOT_COLUMNS = (*(f["name"] for f in EXTENSION_FIELDS), BEFORE_FIELD)
 
 
 def _value_type(avro_type: Any) -> dict:

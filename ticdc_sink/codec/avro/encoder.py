@@ -8,9 +8,13 @@ NULL unique key TiDB uses as the handle; a table with neither has no key); the
 value is a record of every column, followed with ``enable-tidb-extension`` by
 ``_tidb_op`` (``c``/``u``), ``_tidb_commit_ts`` and
 ``_tidb_commit_physical_time``.  A delete is its key with a null value (a
-tombstone).  The schemas (``schema.py``) are registered under ``<topic>-key``
-and ``<topic>-value``, so a topic carries one table.  Avro has no DDL or
-watermark events.
+tombstone).  With ``avro-include-before-value`` the value carries the row
+before the change after the columns (``_ticdc_before``: an update's old row,
+a delete's deleted row, null for an insert) and ``_tidb_op`` (``c``/``u``/``d``)
+even without the extension, and a delete is a value like the others.  The
+schemas (``schema.py``) are registered under ``<topic>-key`` and
+``<topic>-value``, so a topic carries one table.  Avro has no DDL or watermark
+events.
 
 Records are built a column at a time (``shared/avro_binary.py``): each column
 becomes per-row Avro fragments and a record is their concatenation, as the JSON
@@ -38,12 +42,13 @@ from ..base import Encoder
 from ..shared.assembly import row_messages
 from ..shared.avro_binary import concat, decimal_bytes, fixed_width, length_prefixed, nullable, unsigned_bytes, varints
 from ..shared.schema_registry import UsesSchemaRegistry, check_client_settings, confluent_header, subject
-from .schema import EXTENSION_FIELDS, column_field, record, schema_text
+from .schema import column_field, record, schema_text, value_record
 
 log = logging.getLogger(__name__)
 
 
-_OP_FRAGMENTS = pa.array([b"\x02c", b"\x02u"], pa.binary())  # _tidb_op "c" / "u" as Avro strings
+# _tidb_op as an Avro string, by OP_INSERT, OP_UPDATE, OP_DELETE (1, 2, 3).
+_OP_FRAGMENTS = pa.array([b"", b"\x02c", b"\x02u", b"\x02d"], pa.binary())
 
 
 class AvroEncoder(UsesSchemaRegistry, Encoder):
@@ -57,42 +62,61 @@ class AvroEncoder(UsesSchemaRegistry, Encoder):
         self._key_columns = [c for c in table.columns if c.handle_key]
         self._key_fields = [column_field(c, config) for c in self._key_columns]
         self._value_fields = [column_field(c, config) for c in table.columns]
-        if self.options.enable_tidb_extension:
-            self._value_fields += EXTENSION_FIELDS
         self._topics: dict[str, _TopicSchemas] = {}
         self._warned_keyless_delete = False
 
     def encode_rows(self, batch: ChangeBatch, routing: Routing) -> Messages:
-        """One message per row: a key (none for a keyless table) and a value (none for a delete)."""
+        """One message per row: a key (none for a keyless table) and a value (none for a delete, unless the
+        value carries the row before the change)."""
         n = batch.num_rows
-        _refuse_enum_error_values(batch)
+        include_before = self.options.avro_include_before_value
+        _refuse_enum_error_values(batch, self.config, include_before)
         fragments = {c.name: column_binary(batch.columns[c.name], c, self.config) for c in self.table.columns}
-        body = [fragments[c.name] for c in self.table.columns]
+        columns = concat([fragments[c.name] for c in self.table.columns], n)
+        body = [columns]
+        if include_before:
+            body.append(self._before_image(batch, columns))
         if self.options.enable_tidb_extension:
             body += self._extension_fragments(batch)
+        elif include_before:
+            body.append(_operations(batch))
         schemas = [self._schemas(topic, *self.route.target(*_table_of(batch, routing, index)))
                    for index, topic in enumerate(routing.topics)]
         values = concat([_headers([s.value for s in schemas], routing), concat(body, n)], n)
-        is_delete = batch.ops == OP_DELETE
-        if is_delete.any():
-            values = pc.if_else(pa.array(is_delete), pa.scalar(None, pa.binary()), values)
+        tombstones = (batch.ops == OP_DELETE) & (not include_before)  # else a delete is a value like the others
+        if tombstones.any():
+            values = pc.if_else(pa.array(tombstones), pa.scalar(None, pa.binary()), values)
         keys = None
         if self._key_columns:
             key_records = concat([fragments[c.name] for c in self._key_columns], n)
             keys = concat([_headers([s.key for s in schemas], routing), key_records], n)
-        elif is_delete.any() and not self._warned_keyless_delete:
+        elif tombstones.any() and not self._warned_keyless_delete:
             self._warned_keyless_delete = True
-            row = int(np.flatnonzero(is_delete)[0])
+            row = int(np.flatnonzero(tombstones)[0])
             log.warning("ticdc sink: table %s.%s has no primary key and no NOT NULL unique key, so its Avro "
                         "deletes are messages with neither key nor value, as TiCDC writes them (row %s); declare "
                         "the key with the primary-key or unique-keys option", batch.databases[row].as_py(),
                         batch.tables[row].as_py(), batch.row_key(row))
         return row_messages(self.config, batch, routing, keys, values)
 
+    def _before_image(self, batch: ChangeBatch, columns: pa.Array) -> pa.Array:
+        """``_ticdc_before``: the row as it was before the change, as TiCDC takes it from the event's old row
+        (``pkg/sink/codec/avro/arvo.go``): an update's old row and a delete's own row.  Null for an insert, and
+        for an update whose input has no ``_before`` column: no old row is known to send."""
+        is_update = batch.ops == OP_UPDATE
+        has_image = batch.ops == OP_DELETE
+        images = columns
+        if batch.before is not None and is_update.any():
+            updates = pa.array(np.flatnonzero(is_update))
+            old = concat([column_binary(batch.before[c.name].take(updates), c, self.config)
+                          for c in self.table.columns], len(updates))
+            images = pc.replace_with_mask(images, pa.array(is_update), old)
+            has_image = has_image | is_update
+        return nullable(images, pa.array(~has_image))
+
     def _extension_fragments(self, batch: ChangeBatch) -> list[pa.Array]:
-        op = _OP_FRAGMENTS.take(pa.array((batch.ops == OP_UPDATE).astype(np.int8)))
         commit_ts = batch.commit_ts.view(np.int64)
-        return [op, varints(commit_ts), varints(commit_ts >> TSO_LOGICAL_BITS)]
+        return [_operations(batch), varints(commit_ts), varints(commit_ts >> TSO_LOGICAL_BITS)]
 
     def _schemas(self, topic: str, database: str, table: str) -> "_TopicSchemas":
         """A topic's key and value headers, registering its table's schemas the first time.
@@ -112,7 +136,7 @@ class AvroEncoder(UsesSchemaRegistry, Encoder):
                 subject(topic, "key"), schema_text(record(table, database, self._key_fields, self.config)),
                 f"the key schema of {database}.{table}"))
         value = confluent_header(registry.register(
-            subject(topic, "value"), schema_text(record(table, database, self._value_fields, self.config)),
+            subject(topic, "value"), schema_text(value_record(table, database, self._value_fields, self.config)),
             f"the value schema of {database}.{table}"))
         known = self._topics[topic] = _TopicSchemas(database, table, key, value)
         return known
@@ -128,17 +152,27 @@ class _TopicSchemas:
     value: bytes
 
 
-def _refuse_enum_error_values(batch: ChangeBatch) -> None:
-    """ENUM index 0 (MySQL's error value ''): TiCDC cannot write it in Avro, which has only member names."""
+def _operations(batch: ChangeBatch) -> pa.Array:
+    """Each row's ``_tidb_op``, by its operation (TiCDC ``pkg/sink/codec/avro/helper.go``)."""
+    return _OP_FRAGMENTS.take(pa.array(batch.ops))
+
+
+def _refuse_enum_error_values(batch: ChangeBatch, config: SinkConfig, include_before: bool) -> None:
+    """ENUM index 0 (MySQL's error value ''): TiCDC cannot write it in Avro, which has only member names; nor in
+    an update's old row where the value carries it."""
+    images = [("", batch.columns)]
+    if include_before and batch.before is not None:
+        images.append((f"{config.before_column}.", batch.before))
     for column in batch.table.columns:
         if column.type.kind != "enum":
             continue
-        zero = np.flatnonzero(pc.fill_null(pc.equal(batch.columns[column.name], 0), False).to_numpy(
-            zero_copy_only=False))
-        if len(zero):
-            raise ContractError(column.name, "", batch.row_key(int(zero[0])),
-                                f"'' is not a member of ENUM{column.type.elements}: the avro protocol writes an "
-                                "ENUM value as its member name, and TiCDC refuses MySQL's error value here too")
+        for label, values in images:
+            zero = np.flatnonzero(pc.fill_null(pc.equal(values[column.name], 0), False).to_numpy(
+                zero_copy_only=False))
+            if len(zero):
+                raise ContractError(f"{label}{column.name}", "", batch.row_key(int(zero[0])),
+                                    f"'' is not a member of ENUM{column.type.elements}: the avro protocol writes an "
+                                    "ENUM value as its member name, and TiCDC refuses MySQL's error value here too")
 
 
 def _table_of(batch: ChangeBatch, routing: Routing, topic_index: int) -> tuple[str, str]:

@@ -19,6 +19,9 @@ class AvroOptions(RegistryOptions, ProtocolOptions):
     avro_decimal_handling_mode: str = field(default="precise", metadata={"choices": ("precise", "string")})
     avro_bigint_unsigned_handling_mode: str = field(default="long", metadata={"choices": ("long", "string")})
     avro_namespace: str = "default"
+    # Each value also carries the row before the change (_ticdc_before) and _tidb_op, and a DELETE is a value, not a
+    # tombstone: without the TiDB extension, the only way a consumer tells an UPDATE from an INSERT and sees old rows.
+    avro_include_before_value: bool = False
 
     def resolve(self, config: SinkConfig, *, reading: bool = False) -> "AvroOptions":
         """TiCDC's rules: a topic per table, since its subjects are the topic's; a registry to put them in."""

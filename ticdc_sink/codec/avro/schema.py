@@ -1,7 +1,8 @@
 """The Avro schemas TiCDC registers for a table (TiCDC ``pkg/sink/codec/avro/arvo.go`` at pingcap/ticdc@b813e76f).
 
 A schema is a record named after the table in the namespace
-``<avro-namespace>.<database>``, one field per column; TiCDC writes it with Go's
+``<avro-namespace>.<database>``, one field per column (the value's followed by
+what its options add: ``value_record``); TiCDC writes it with Go's
 ``json.Marshal``, so the text registered here follows its key order (``type``
 before ``connect.parameters`` in a column's type, field keys and parameters in
 alphabetical order) and its escapes (``<``, ``>``, ``&``).
@@ -25,11 +26,13 @@ _TIDB_TYPES = {"tinyint": "INT", "smallint": "INT", "mediumint": "INT", "int": "
                "time": "TIME", "year": "YEAR"}
 _AVRO_TYPES = {"tinyint": "int", "smallint": "int", "mediumint": "int", "int": "int", "bigint": "long",
                "float": "float", "double": "double", "decimal": "bytes", "bit": "bytes", "year": "int"}
+OPERATION_FIELD = {"default": "", "name": "_tidb_op", "type": "string"}
 EXTENSION_FIELDS = [
-    {"default": "", "name": "_tidb_op", "type": "string"},
+    OPERATION_FIELD,
     {"default": 0, "name": "_tidb_commit_ts", "type": "long"},
     {"default": 0, "name": "_tidb_commit_physical_time", "type": "long"},
 ]
+BEFORE_FIELD = "_ticdc_before"
 
 
 def namespace(config: SinkConfig, database: str) -> str:
@@ -75,6 +78,24 @@ def column_field(column: Column, config: SinkConfig) -> dict[str, Any]:
 def record(table: str, database: str, fields: list[dict[str, Any]], config: SinkConfig) -> dict[str, Any]:
     return {"type": "record", "name": sanitize_name(table), "namespace": namespace(config, database),
             "fields": fields}
+
+
+def value_record(table: str, database: str, columns: list[dict[str, Any]], config: SinkConfig) -> dict[str, Any]:
+    """The value's record: the ``columns``' fields, then what the options add after them (``value2AvroSchema``).
+
+    With ``avro-include-before-value`` the row before the change, a nullable
+    record of the same fields named ``<table>_before``, and ``_tidb_op``
+    (which the TiDB extension carries anyway); then the extension's fields.
+    """
+    options, fields = config.protocol_options, list(columns)
+    if options.avro_include_before_value:
+        before = {**record(table, database, columns, config), "name": sanitize_name(table) + "_before"}
+        fields.append({"default": None, "name": BEFORE_FIELD, "type": ["null", before]})
+        if not options.enable_tidb_extension:
+            fields.append(OPERATION_FIELD)
+    if options.enable_tidb_extension:
+        fields += EXTENSION_FIELDS
+    return record(table, database, fields, config)
 
 
 def schema_text(schema: dict[str, Any] | list | str) -> str:
