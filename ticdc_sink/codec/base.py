@@ -157,6 +157,8 @@ class RowEvent:
     # The message carried the handle-key columns alone, standing for a row over max-message-bytes (Canal-JSON's
     # _tidb.onlyHandleKey, Open Protocol's ohk, Simple's handleKeyOnly): the row's other values were not sent.
     handle_key_only: bool = False
+    # The row's TiKV key, where the message carries it (Canal-JSON's _tidb.rowkey, TiCDC's output-row-key).
+    row_key: bytes | None = None
 
 
 @dataclass
