@@ -11,6 +11,8 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import json
+import logging
+import re
 from decimal import Decimal
 from pathlib import Path
 
@@ -461,3 +463,84 @@ def test_a_handle_key_only_message_still_over_max_message_bytes_fails_naming_the
     with pytest.raises(MessageTooLargeError, match=r"row \{id=2\}.*max-message-bytes=100"):
         sent(TP_INT, [row], enable_tidb_extension="true", max_message_bytes="100",
              large_message_handle_option="handle-key-only", **TP_INT_OPTIONS)
+
+
+# output-row-key: TP_INT as TiDB's table 114, whose row id=2 has the int handle 2.
+ROW_KEY_OPTIONS = dict(enable_tidb_extension="true", output_row_key="true", table_id="114", **TP_INT_OPTIONS)
+ROW_KEY_OF_ID_2 = "dIAAAAAAAAByX3KAAAAAAAAAAg=="  # t, 114 and _r, 2, each int64 with the sign bit flipped
+
+
+def test_output_row_key_writes_the_rows_tikv_key_last_in_tidb_and_both_decoders_read_the_message():
+    [message] = encode(TP_INT, [{**TP_INT_ROW, "_commit_ts": DOC_COMMIT_TS}], **ROW_KEY_OPTIONS)
+    extension = golden("dml-insert-tidb-extension.json").decode()
+    assert message == extension[:-2] + f',"rowkey":"{ROW_KEY_OF_ID_2}"}}}}'
+    [event] = decode(message)
+    assert event.row_key == base64.b64decode(ROW_KEY_OF_ID_2) and event.columns == TP_INT_ROW
+    columns = decoder_for("canal-json").decode_columns([None], [message.encode()], event.column_types)
+    assert {name: values.to_pylist() for name, values in columns.new.items()} == \
+        {name: [value] for name, value in TP_INT_ROW.items()}
+
+
+def test_every_message_of_a_row_carries_its_row_key_after_the_marks():
+    row = {**TP_INT_ROW, "_commit_ts": DOC_COMMIT_TS}
+    options = dict(large_message_handle_option="handle-key-only", **ROW_KEY_OPTIONS)
+    [whole] = sent(TP_INT, [row], **options)
+    [message] = sent(TP_INT, [row], max_message_bytes=len(whole) + 35, **options)  # one byte over
+    assert message.endswith(f',"onlyHandleKey":true,"rowkey":"{ROW_KEY_OF_ID_2}"}}}}')
+    delete = {"_op": "DELETE", "_commit_ts": DOC_COMMIT_TS, "_before": None, **NEW_ROW}
+    [deleted] = encode(UPDATE_SCHEMA, [delete], delete_only_output_handle_key_columns="true", **ROW_KEY_OPTIONS)
+    assert json.loads(deleted)["_tidb"] == {"commitTs": DOC_COMMIT_TS, "rowkey": ROW_KEY_OF_ID_2}
+
+
+def test_the_row_key_is_the_whole_tables_whichever_columns_a_message_carries():
+    config, layout, changes, _ = build(TP_INT, [{**TP_INT_ROW, "_commit_ts": DOC_COMMIT_TS}], **ROW_KEY_OPTIONS)
+    [message] = encoder_for(config, layout.table.select(["c_int"])).encode_values(changes).to_pylist()
+    assert json.loads(message)["_tidb"]["rowkey"] == ROW_KEY_OF_ID_2
+
+
+def test_without_the_tidb_extension_output_row_key_writes_nothing_as_in_ticdc(caplog):
+    without = {k: v for k, v in ROW_KEY_OPTIONS.items() if k != "enable_tidb_extension"}
+    with caplog.at_level(logging.INFO, logger="ticdc_sink.codec.canal_json.options"):
+        [message] = encode(TP_INT, [{**TP_INT_ROW, "_commit_ts": DOC_DML_ES << 18}], **without)
+    assert message.encode() == golden("dml-insert.json")
+    assert "output-row-key is set but enable-tidb-extension is not" in caplog.text
+
+
+def test_output_row_key_needs_the_tables_id_in_tidb_to_write_but_not_to_read():
+    options = {**BASE_OPTIONS, "enable-tidb-extension": "true", "output-row-key": "true", "database": "test",
+               "table": "tp_int"}
+    with pytest.raises(ConfigError, match="'table-id' is not set: output-row-key needs .*TIDB_TABLE_ID"):
+        parse_options(options)
+    assert not parse_options(options, reading=True).protocol_options.table_id
+    with pytest.raises(ConfigError, match="'table' is not set: table-id 114 is one table's id"):
+        parse_options({**options, "table-id": "114", "table": ""})
+
+
+def test_output_row_key_refuses_rows_of_another_table_than_table_ids():
+    spark_schema = schema(("_table", T.StringType()), *[(f.name, f.dataType, f.nullable) for f in TP_INT.fields])
+    with pytest.raises(ConfigError, match="table-id.*is the id of test.tp_int.*cannot key rows of test.other"):
+        encode(spark_schema, [{"_table": "other", **TP_INT_ROW, "_commit_ts": DOC_COMMIT_TS}], **ROW_KEY_OPTIONS)
+
+
+def test_output_row_key_refuses_a_table_keyed_by_tidbs_hidden_row_id():
+    keyless = {k: v for k, v in ROW_KEY_OPTIONS.items() if k != "primary_key"}
+    with pytest.raises(ConfigError, match="output-row-key.*test.tp_int has no primary key.*_tidb_rowid"):
+        encode(TP_INT, [{**TP_INT_ROW, "_commit_ts": DOC_COMMIT_TS}], unique_keys="id", **keyless)
+
+
+def test_ticdcs_row_key_messages_decode_message_by_message_and_a_column_at_a_time():
+    """TiCDC's own output-row-key messages (tests/golden/ticdc/): every table's rows, keys of every handle kind."""
+    tables = json.loads((GOLDEN.parent / "ticdc" / "canal-json-row-key.json").read_text(encoding="utf-8"))["tables"]
+    decoder = decoder_for("canal-json")
+    for name, table in tables.items():
+        values = [m["value"].encode() for m in table["messages"] if "error" not in m]
+        events = [event for value in values for event in decoder.decode(None, value)]
+        assert [e.row_key for e in events] == \
+            [base64.b64decode(json.loads(value)["_tidb"]["rowkey"]) for value in values], name
+        # The reader's path takes them as it takes the same messages without the key (a DECIMAL(65,30) goes
+        # message by message either way).
+        columns = decoder.decode_columns([None] * len(values), values, events[0].column_types)
+        without = [re.sub(rb',"rowkey":"[^"]*"', b"", value) for value in values]
+        assert (columns is None) == (decoder.decode_columns([None] * len(values), without,
+                                                            events[0].column_types) is None), name
+        assert columns is None or columns.op.to_pylist() == [e.type for e in events], name

@@ -37,6 +37,7 @@ from ticdc_sink.changes.dispatch import Routing
 from ticdc_sink.codec import encoder_for
 from ticdc_sink.codec.simple.avro_wire import SCHEMA as SIMPLE_AVRO_SCHEMA
 from ticdc_sink.ddl.statements import DDLChange, classify
+from ticdc_sink.errors import ConfigError
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "ticdc"
 
@@ -238,10 +239,20 @@ def keyed_by_unique_key(config: str, case: dict) -> bool:
     return wire_format(config) == "avro" and "primary_key" not in case and "unique_keys" in case
 
 
+def expect_row_id_refusal(config: str, case: dict, request) -> None:
+    """The gap the sink leaves for now (docs/limits.md): under output-row-key, a table without a primary key is keyed
+    by TiDB's hidden _tidb_rowid, which the input does not carry, so the sink refuses the table (a strict xfail: the
+    day the input carries the row id, these tests pass and this must go)."""
+    if dict(parse_qsl(golden(config)["uri"])).get("output-row-key") and "primary_key" not in case:
+        request.applymarker(pytest.mark.xfail(strict=True, raises=ConfigError,
+                                              reason="output-row-key of a table keyed by _tidb_rowid"))
+
+
 @pytest.mark.parametrize("name", list(TABLES))
 @pytest.mark.parametrize("config", CONFIGS)
 def test_every_event_is_ticdcs_bytes(config, name, request):
     case, table = TABLES[name], golden(config)["tables"][name]
+    expect_row_id_refusal(config, case, request)
     uses_registry = REGISTRY_PLACEHOLDER in golden(config)["uri"]
     registry_url = request.getfixturevalue("schema_registry").url if uses_registry else None
     sink = encoded(config, case, registry_url)
@@ -282,11 +293,12 @@ def test_simple_bootstraps_are_ticdcs_bytes(config, name):
 
 @pytest.mark.parametrize("name", list(TABLES))
 @pytest.mark.parametrize("config", [c for c in CONFIGS if golden(c)["tables"][next(iter(TABLES))].get("ddl")])
-def test_create_table_ddls_are_ticdcs_bytes(config, name):
+def test_create_table_ddls_are_ticdcs_bytes(config, name, request):
     """Each table's CREATE TABLE as TiDB handed it to TiCDC, committed just before its rows.  Under table routing
     TiCDC rewrites the statement through TiDB's parser; the sink is given it as rewritten (docs/options.md) and
     routes the table's names, as its driver does."""
     case, table = TABLES[name], golden(config)["tables"][name]
+    expect_row_id_refusal(config, case, request)
     config_, layout, _, _ = build(input_schema(case), events(case)[:1], **options(config, case, table, None))
     expected = table["ddl"]
     clock_ms = build_ms(config, message_bytes(expected, "value"), table)

@@ -160,6 +160,8 @@ class RowEvent:
     # _tidb.onlyHandleKey, Open Protocol's ohk, Simple's handleKeyOnly): the row's other values were not sent.
     handle_key_only: bool = False
     start_ts: int | None = None  # the transaction's start ts, where the message carries it (Debezium's start_ts)
+    # The row's TiKV key, where the message carries it (Canal-JSON's _tidb.rowkey, TiCDC's output-row-key).
+    row_key: bytes | None = None
 
 
 @dataclass

@@ -3,11 +3,13 @@
 A row's or DDL's commit ts is the TiDB extension's ``commitTs``; without the
 extension, where TiCDC's decoder gives 0, it is the TSO of ``es`` (the
 commit's physical milliseconds, logical part 0), so that such a topic can
-still be ordered.
+still be ordered.  ``_tidb.rowkey`` (TiCDC's ``output-row-key``) is the
+event's ``row_key``, its bytes; the reader's ``columns.py`` passes over it.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 
 from ...table.type_grammar import carried_type
@@ -52,6 +54,7 @@ class CanalJSONDecoder(Decoder):
             primary_keys=list(doc.get("pkNames") or []),
             column_types=self._types_of(types),
             handle_key_only=bool(extension.get("onlyHandleKey")),
+            row_key=base64.b64decode(extension["rowkey"]) if extension.get("rowkey") else None,
         )]
 
     def decode_columns(self, keys: list, values: list[bytes], types: dict) -> MessageColumns | None:

@@ -8,7 +8,9 @@ ISO-8859-1.  The encoder assembles every message of a batch column by column
 with Arrow string kernels: each column is rendered and JSON-quoted once for the
 whole batch, and the messages are the element-wise concatenation of those
 fragments with the constant parts.  Kafka keys are empty; DDL goes to
-partition 0; TIDB_WATERMARK events exist only with ``enable-tidb-extension``.
+partition 0; TIDB_WATERMARK events exist only with ``enable-tidb-extension``,
+which with ``output-row-key`` also ends each row's ``_tidb`` with its TiKV key
+(``table/row_key.py``).
 """
 
 from __future__ import annotations
@@ -24,15 +26,17 @@ from ...changes.dispatch import Routing
 from ...config.sink import SinkConfig
 from ...ddl.protocol_types import CANAL_DDL_TYPES, CANAL_TYPE_NAMES, canal_ddl_type, ddl_type
 from ...ddl.statements import DDLChange
+from ...errors import ConfigError
 from ...kafka.messages import Messages
+from ...table.row_key import RowKeyEncoder
 from ...table.schema import Column, TableSchema
 from ...table.value_text import at_rows, physical_ms_text, string_scalar, value_text
 from ...tso import tso_physical_ms
 from ..base import Encoder
 from ..shared import java_sql_types as java
 from ..shared.assembly import at_updates, row_messages
-from ..shared.json_text import (changed_members_object, concat, json_fragments, latin1_json_fragments, object_parts,
-                                quote_json, quoted_names_of)
+from ..shared.json_text import (base64_fragments, changed_members_object, concat, json_fragments,
+                                latin1_json_fragments, object_parts, quote_json, quoted_names_of)
 
 _JAVA_BY_KIND = {
     "tinyint": java.TINYINT, "smallint": java.SMALLINT, "mediumint": java.INTEGER, "int": java.INTEGER,
@@ -74,6 +78,9 @@ class CanalJSONEncoder(Encoder):
         self._mysql_types = "{" + ",".join(
             f"{q}:{quote_json(type_name(c))}" for q, c in zip(self._quoted_names, table.columns)) + "}"
         self._java_types = [java_sql_type(c) for c in table.columns]
+        # output-row-key: the row's TiKV key, of the whole table whichever columns the messages carry.
+        self._row_keys = RowKeyEncoder(table.whole or table, self.options.table_id,
+                                       f"{config.database}.{config.table}") if self.options.output_row_key else None
         # TiCDC's delete-only-output-handle-key-columns: a DELETE's sqlType, mysqlType and data name the handle
         # key only (and carry no onlyHandleKey mark), as the same encoder renders the table's handle-key shape;
         # nothing to do where the table is that shape already (the encoder of ``handle_key_only``).
@@ -118,6 +125,8 @@ class CanalJSONEncoder(Encoder):
                 parts += [',"claimCheckLocation":', json_fragments(locations)]
             elif self.marks_handle_key_only:
                 parts.append(',"onlyHandleKey":true')
+            if self._row_keys is not None:  # last in _tidb, after any mark, as TiCDC writes it
+                parts += [',"rowkey":', base64_fragments(self._row_keys_of(batch))]
             parts.append("}")
         parts.append("}")
         values = concat(parts, batch.num_rows)
@@ -132,6 +141,17 @@ class CanalJSONEncoder(Encoder):
 
     def large_row_messages(self, rows: ChangeBatch, locations: pa.Array | None) -> tuple:
         return None, self.compressed(self.handle_key_only.encode_values(rows, locations))
+
+    def _row_keys_of(self, batch: ChangeBatch) -> pa.Array:
+        """The rows' TiKV keys; rows of another table than the one table-id names are refused."""
+        tables, _ = batch.tables_of_rows
+        named = (self.config.database, self.config.table)
+        others = [f"{database}.{table}" for database, table in tables if (database, table) != named]
+        if others:
+            raise ConfigError("table-id", self.options.table_id,
+                              f"is the id of {named[0]}.{named[1]}, and output-row-key cannot key rows of "
+                              f"{', '.join(others)}: write each table with its own table-id")
+        return self._row_keys.keys(batch.columns)
 
     def _fragments(self, values: pa.Array, column: Column) -> pa.Array:
         """The JSON value of each row of a column: a quoted string, or ``null``."""
