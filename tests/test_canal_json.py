@@ -524,7 +524,7 @@ def test_output_row_key_refuses_rows_of_another_table_than_table_ids():
 
 def test_output_row_key_refuses_a_table_keyed_by_tidbs_hidden_row_id():
     keyless = {k: v for k, v in ROW_KEY_OPTIONS.items() if k != "primary_key"}
-    with pytest.raises(ConfigError, match="output-row-key.*test.tp_int has no primary key.*_tidb_rowid"):
+    with pytest.raises(ConfigError, match="output-row-key.*test.tp_int has no primary key.*_tidb_rowid: give it as"):
         encode(TP_INT, [{**TP_INT_ROW, "_commit_ts": DOC_COMMIT_TS}], unique_keys="id", **keyless)
 
 

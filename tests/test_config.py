@@ -96,13 +96,14 @@ def test_default_metadata_column_names():
     )
     assert c.ddl_column == "_ddl"
     assert c.metadata_columns() == ("_op", "_commit_ts", "_before", "_schema", "_table", "_ddl", "_ddl_type",
-                                    "_start_ts")
+                                    "_start_ts", "_tidb_rowid")
 
 
 def test_metadata_column_renames():
     c = parse(op_column="op", commit_ts_column="ts", before_column="old", schema_column="db",
-              table_column="tbl", ddl_column="stmt", ddl_type_column="stmt_type", start_ts_column="start")
-    assert c.metadata_columns() == ("op", "ts", "old", "db", "tbl", "stmt", "stmt_type", "start")
+              table_column="tbl", ddl_column="stmt", ddl_type_column="stmt_type", start_ts_column="start",
+              row_id_column="rowid")
+    assert c.metadata_columns() == ("op", "ts", "old", "db", "tbl", "stmt", "stmt_type", "start", "rowid")
 
 
 @pytest.mark.parametrize("key", ["op-column", "commit-ts-column", "before-column", "schema-column",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 from decimal import Decimal
 
+import pyarrow as pa
 import pytest
 from changefeed import build, schema
 from pyspark.sql import types as T
@@ -121,10 +122,26 @@ def test_string_keys_of_a_sliced_batch_take_their_own_bytes():
 
 
 @pytest.mark.parametrize("options", [dict(unique_keys="k"), dict()], ids=["unique key only", "no key"])
-def test_a_table_keyed_by_tidb_rowid_is_refused(options):
-    _, layout, _, _ = build(schema(("k", T.LongType(), False)), [{"k": 1}], database="test", table="t", **options)
-    with pytest.raises(ConfigError, match="test.t has no primary key.*_tidb_rowid"):
-        RowKeyEncoder(layout.table, TABLE_ID, "test.t")
+def test_a_table_without_a_primary_key_is_keyed_by_the_inputs_tidb_rowid_and_refused_without_it(options):
+    fields = schema(("k", T.LongType(), False), ("_tidb_rowid", T.LongType()))
+    _, layout, changes, _ = build(fields, [{"k": 1, "_tidb_rowid": 7}, {"k": 2, "_tidb_rowid": -2}],
+                                  database="test", table="t", **options)
+    encoder = RowKeyEncoder(layout.table, TABLE_ID, "test.t")
+    assert [key.hex() for key in encoder.keys(changes.columns, changes.row_ids).to_pylist()] == \
+        [PREFIX + "8000000000000007", PREFIX + "7ffffffffffffffe"]  # an int handle, TiDB's EncodeInt
+    with pytest.raises(ConfigError, match="test.t has no primary key.*_tidb_rowid: give it as the input's "
+                                          "_tidb_rowid column"):
+        encoder.keys(changes.columns)
+    with pytest.raises(ConfigError, match="by their _tidb_rowid: a row has none"):
+        encoder.keys(changes.columns, pa.array([1, None], pa.int64()))
+
+
+def test_the_inputs_tidb_rowid_keys_a_table_whose_primary_key_is_nonclustered():
+    fields = schema(("k", T.StringType(), False), ("_tidb_rowid", T.LongType()))
+    _, layout, changes, _ = build(fields, [{"k": "a", "_tidb_rowid": 1}], database="test", table="t",
+                                  primary_key="k", column_types="k VARCHAR(8)")
+    assert RowKeyEncoder(layout.table, TABLE_ID, "test.t").keys(changes.columns, changes.row_ids)[0].as_py().hex() \
+        == PREFIX + "8000000000000001"
 
 
 def test_a_text_primary_key_is_refused_naming_the_column():

@@ -37,7 +37,6 @@ from ticdc_sink.changes.dispatch import Routing
 from ticdc_sink.codec import encoder_for
 from ticdc_sink.codec.simple.avro_wire import SCHEMA as SIMPLE_AVRO_SCHEMA
 from ticdc_sink.ddl.statements import DDLChange, classify
-from ticdc_sink.errors import ConfigError
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "ticdc"
 
@@ -114,15 +113,18 @@ def _columns(case: dict) -> list[tuple[str, str, T.DataType, bool]]:
 
 
 def input_schema(case: dict) -> T.StructType:
-    """The sink's input for a table: the metadata columns, the table's columns, and ``_before``."""
+    """The sink's input for a table: the metadata columns, the table's columns, and ``_before``; a table without a
+    primary key also ``_tidb_rowid``."""
     columns = [(name, spark, nullable) for name, _, spark, nullable in _columns(case)]
-    return schema(("_op", T.StringType()), ("_commit_ts", T.LongType()), ("_start_ts", T.LongType()), *columns,
-                  ("_before", schema(*columns)))
+    row_id = [] if "primary_key" in case else [("_tidb_rowid", T.LongType())]
+    return schema(("_op", T.StringType()), ("_commit_ts", T.LongType()), ("_start_ts", T.LongType()), *row_id,
+                  *columns, ("_before", schema(*columns)))
 
 
 def events(case: dict) -> list[dict]:
     """The generator's events of a table as the sink's input rows, in the same order and commit and start ts (the
-    ts before the commit's)."""
+    ts before the commit's); in a table without a primary key, each row's ``_tidb_rowid`` as TiDB allocated it (one
+    per row inserted, the update's and the delete's rows inserted after the others)."""
     readers = [(name, spark_type(mysql_type)[1]) for name, mysql_type, _, _ in _columns(case)]
 
     def values(row: list) -> dict:
@@ -132,8 +134,9 @@ def events(case: dict) -> list[dict]:
     before, after = case["update"]
     rows.append({"_op": "UPDATE", **values(after), "_before": values(before)})
     rows.append({"_op": "DELETE", **values(case["delete"]), "_before": None})
-    return [{**row, "_commit_ts": FIRST_COMMIT_TS + i, "_start_ts": FIRST_COMMIT_TS + i - 1}
+    rows = [{**row, "_commit_ts": FIRST_COMMIT_TS + i, "_start_ts": FIRST_COMMIT_TS + i - 1}
             for i, row in enumerate(rows)]
+    return rows if "primary_key" in case else [{**row, "_tidb_rowid": i + 1} for i, row in enumerate(rows)]
 
 
 def options(config: str, case: dict, table: dict, registry_url: str | None) -> dict:
@@ -239,20 +242,10 @@ def keyed_by_unique_key(config: str, case: dict) -> bool:
     return wire_format(config) == "avro" and "primary_key" not in case and "unique_keys" in case
 
 
-def expect_row_id_refusal(config: str, case: dict, request) -> None:
-    """The gap the sink leaves for now (docs/limits.md): under output-row-key, a table without a primary key is keyed
-    by TiDB's hidden _tidb_rowid, which the input does not carry, so the sink refuses the table (a strict xfail: the
-    day the input carries the row id, these tests pass and this must go)."""
-    if dict(parse_qsl(golden(config)["uri"])).get("output-row-key") and "primary_key" not in case:
-        request.applymarker(pytest.mark.xfail(strict=True, raises=ConfigError,
-                                              reason="output-row-key of a table keyed by _tidb_rowid"))
-
-
 @pytest.mark.parametrize("name", list(TABLES))
 @pytest.mark.parametrize("config", CONFIGS)
 def test_every_event_is_ticdcs_bytes(config, name, request):
     case, table = TABLES[name], golden(config)["tables"][name]
-    expect_row_id_refusal(config, case, request)
     uses_registry = REGISTRY_PLACEHOLDER in golden(config)["uri"]
     registry_url = request.getfixturevalue("schema_registry").url if uses_registry else None
     sink = encoded(config, case, registry_url)
@@ -293,12 +286,11 @@ def test_simple_bootstraps_are_ticdcs_bytes(config, name):
 
 @pytest.mark.parametrize("name", list(TABLES))
 @pytest.mark.parametrize("config", [c for c in CONFIGS if golden(c)["tables"][next(iter(TABLES))].get("ddl")])
-def test_create_table_ddls_are_ticdcs_bytes(config, name, request):
+def test_create_table_ddls_are_ticdcs_bytes(config, name):
     """Each table's CREATE TABLE as TiDB handed it to TiCDC, committed just before its rows.  Under table routing
     TiCDC rewrites the statement through TiDB's parser; the sink is given it as rewritten (docs/options.md) and
     routes the table's names, as its driver does."""
     case, table = TABLES[name], golden(config)["tables"][name]
-    expect_row_id_refusal(config, case, request)
     config_, layout, _, _ = build(input_schema(case), events(case)[:1], **options(config, case, table, None))
     expected = table["ddl"]
     clock_ms = build_ms(config, message_bytes(expected, "value"), table)

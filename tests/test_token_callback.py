@@ -196,8 +196,8 @@ def test_a_callback_that_never_returns_is_refused_on_the_driver_within_broker_ti
 def test_the_driver_check_waits_for_a_slow_token_within_the_bound(monkeypatch):
     """The bound is a timeout, not a delay: a token that comes in time is taken."""
     monkeypatch.setattr(callbacks, "stalled", True)
-    threading.Timer(0.5, callbacks.release.set).start()  # the token service answers after half a second
-    took, error = elapsed(lambda: parse_options(options("token", **{"broker-timeout-ms": "3000"})))
+    answer = threading.Timer(0.5, callbacks.release.set)  # the token service answers after half a second
+    took, error = elapsed(lambda: (answer.start(), parse_options(options("token", **{"broker-timeout-ms": "3000"}))))
     assert error is None and 0.5 <= took < 3
 
 

@@ -42,6 +42,7 @@ class InputLayout:
     has_ddl: bool
     has_ddl_type: bool
     has_start_ts: bool = False
+    has_row_id: bool = False
 
     @classmethod
     def from_spark_schema(cls, spark_schema, config: SinkConfig) -> "InputLayout":
@@ -70,6 +71,7 @@ class InputLayout:
         has_ddl_type = expect("ddl-type-column", config.ddl_type_column, (T.StringType,), "a string")
         has_start_ts = expect("start-ts-column", config.start_ts_column, (T.LongType,),
                               "a long (the transaction's start TSO)")
+        has_row_id = expect("row-id-column", config.row_id_column, (T.LongType,), "a long (TiDB's _tidb_rowid)")
         has_before = expect("before-column", config.before_column, (T.StructType,),
                             "a struct with the table columns (the old row)")
         require_table_names(config, has_schema, has_table)
@@ -102,6 +104,7 @@ class InputLayout:
             has_ddl=has_ddl,
             has_ddl_type=has_ddl_type,
             has_start_ts=has_start_ts,
+            has_row_id=has_row_id,
         )
 
 
@@ -112,7 +115,8 @@ class ChangeBatch:
     ``columns`` hold the row after the change (the deleted row for a DELETE);
     ``before`` the row before an UPDATE (null on other rows), or None when the
     stream carries no old values.  ``start_ts`` is each row's transaction start
-    TSO: the input's, else its commit ts.
+    TSO: the input's, else its commit ts; ``row_ids`` TiDB's ``_tidb_rowid`` of
+    each row where the input has it (null where a row has none), else None.
     """
 
     table: TableSchema
@@ -124,6 +128,7 @@ class ChangeBatch:
     before: dict[str, pa.Array] | None
     keys: "RowKeys"
     start_ts: np.ndarray  # uint64 TSO per row
+    row_ids: pa.Array | None = None  # int64 per row
 
     @property
     def num_rows(self) -> int:
@@ -142,7 +147,8 @@ class ChangeBatch:
         before = None if self.before is None else {name: v.take(take) for name, v in self.before.items()}
         return ChangeBatch(self.table, self.ops[indices], self.commit_ts[indices], self.databases.take(take),
                            self.tables.take(take), {name: v.take(take) for name, v in self.columns.items()},
-                           before, self.keys.reordered(indices), self.start_ts[indices])
+                           before, self.keys.reordered(indices), self.start_ts[indices],
+                           None if self.row_ids is None else self.row_ids.take(take))
 
     @functools.cached_property
     def tables_of_rows(self) -> tuple[list[tuple[str, str]], np.ndarray]:
@@ -221,6 +227,7 @@ class ChangeBatchBuilder:
         ops = self._ops(batch, keys) if layout.has_op else np.full(n, OP_INSERT, dtype=np.int8)
         commit_ts = self._commit_ts(batch, keys)
         start_ts = self._start_ts(batch, keys, commit_ts) if layout.has_start_ts else commit_ts
+        row_ids = batch.column(config.row_id_column) if layout.has_row_id else None
         dml = ops != OP_DDL
         databases = self._names(batch, config.schema_column, "database", layout.has_schema, keys,
                                 np.ones(n, dtype=bool))
@@ -239,6 +246,7 @@ class ChangeBatchBuilder:
         if rows is not None:
             take = pa.array(rows)
             batch, ops, commit_ts, start_ts = batch.take(take), ops[rows], commit_ts[rows], start_ts[rows]
+            row_ids = None if row_ids is None else row_ids.take(take)
             databases, tables = databases.take(take), tables.take(take)
             keys = keys.reordered(rows)
 
@@ -249,7 +257,8 @@ class ChangeBatchBuilder:
         before = self._before(batch, updates, keys) if layout.has_before else None
         columns, before = canonical_columns(layout.table, columns, before, keys.describe, self.config.before_column,
                                             self.config.time_zone)
-        return ChangeBatch(layout.table, ops, commit_ts, databases, tables, columns, before, keys, start_ts), ddls
+        return ChangeBatch(layout.table, ops, commit_ts, databases, tables, columns, before, keys, start_ts,
+                           row_ids), ddls
 
     # -- metadata columns
 

@@ -62,4 +62,4 @@ def _expanded(batch: ChangeBatch, split: np.ndarray) -> ChangeBatch:
               for name, values in batch.before.items()}
     return ChangeBatch(batch.table, ops, batch.commit_ts[source], batch.databases.take(take),
                        batch.tables.take(take), columns, before, batch.keys.reordered(source),
-                       batch.start_ts[source])
+                       batch.start_ts[source], None if batch.row_ids is None else batch.row_ids.take(take))

@@ -78,6 +78,7 @@ class SinkConfig(OptionGroup):
     ddl_column: str = "_ddl"
     ddl_type_column: str = "_ddl_type"
     start_ts_column: str = "_start_ts"
+    row_id_column: str = "_tidb_rowid"
 
     @property
     def kafka(self) -> dict[str, str]:
@@ -102,6 +103,7 @@ class SinkConfig(OptionGroup):
             self.ddl_column,
             self.ddl_type_column,
             self.start_ts_column,
+            self.row_id_column,
         )
 
 

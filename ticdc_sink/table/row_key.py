@@ -13,10 +13,11 @@ them after casting to the column's type (``pkg/table/tables/tables.go``,
 sink's text columns are utf8mb4_bin, whose key drops trailing spaces; binary
 strings keep every byte.
 
-A table without a primary key is keyed by TiDB's hidden ``_tidb_rowid``,
-which TiDB allocates and the input does not carry: such a table is refused.  So
-would be a NONCLUSTERED primary key, but nothing in the input tells one: every
-primary key is taken as clustered.  Keys are built a column at a time:
+A table without a primary key, or with a NONCLUSTERED one, is keyed by TiDB's
+hidden ``_tidb_rowid`` (an int handle), which TiDB allocates: the input gives it
+as its ``_tidb_rowid`` column (``SELECT _tidb_rowid, ...``), and where it has that
+column every row is keyed by it.  Without it a table without a primary key is
+refused, and a primary key is taken as clustered.  Keys are built a column at a time:
 fixed-width values as byte matrices, strings by the byte-group encoding over
 Arrow's buffers; DECIMAL, whose binary form needs big integers, value by value.
 """
@@ -47,14 +48,10 @@ _PREFIX_KEYED_KINDS = frozenset({"tinytext", "text", "mediumtext", "longtext"}) 
 class RowKeyEncoder:
     """The row keys of one table (``table``: every column, not a selection) whose TiDB id is ``table_id``."""
 
-    def __init__(self, table: TableSchema, table_id: int, table_name: str):
+    def __init__(self, table: TableSchema, table_id: int, table_name: str, row_id_column: str = "_tidb_rowid"):
         primary = next((index for index in table.indexes if index.primary), None)
-        if primary is None:
-            raise ConfigError("output-row-key", "true", f"table {table_name} has no primary key, so TiDB keys its "
-                              "rows by the hidden _tidb_rowid, which the input does not carry: declare the "
-                              "primary key (primary-key), or leave output-row-key off (the input would need a "
-                              "_tidb_rowid column, which the sink does not read yet)")
-        self._columns = [table.column_named(name) for name in primary.columns]
+        self._table_name, self._row_id_column = table_name, row_id_column
+        self._columns = [table.column_named(name) for name in primary.columns] if primary is not None else []
         for column in self._columns:
             if column.type.kind in _PREFIX_KEYED_KINDS:
                 raise ConfigError("output-row-key", "true", f"table {table_name}: primary key column "
@@ -63,8 +60,19 @@ class RowKeyEncoder:
         self._int_handle = len(self._columns) == 1 and self._columns[0].type.kind in INTEGER_KINDS
         self._prefix = b"t" + _int_bytes(np.array([table_id], np.int64)).tobytes() + b"_r"
 
-    def keys(self, columns: dict[str, pa.Array]) -> pa.Array:
-        """Each row's key (binary), from the table's canonical columns (``changes/canonical.py``)."""
+    def keys(self, columns: dict[str, pa.Array], row_ids: pa.Array | None = None) -> pa.Array:
+        """Each row's key (binary), from its ``_tidb_rowid`` where the input gives them, else from the table's
+        canonical columns (``changes/canonical.py``)."""
+        if row_ids is not None:
+            if row_ids.null_count:
+                raise ConfigError(self._row_id_column, None, f"output-row-key keys the rows of {self._table_name} "
+                                  "by their _tidb_rowid: a row has none")
+            return _rows_of(_with_prefix(self._prefix, _int_bytes(_numbers(row_ids, np.int64))))
+        if not self._columns:
+            raise ConfigError("output-row-key", "true", f"table {self._table_name} has no primary key, so TiDB "
+                              f"keys its rows by the hidden _tidb_rowid: give it as the input's "
+                              f"{self._row_id_column} column (SELECT _tidb_rowid, ...), or declare the primary key "
+                              "(primary-key) where the table has one")
         if self._int_handle:
             [column] = self._columns
             values = _numbers(columns[column.name], np.uint64 if column.type.unsigned else np.int64)

@@ -35,8 +35,8 @@ from ...tso import tso_physical_ms
 from ..base import Encoder
 from ..shared import java_sql_types as java
 from ..shared.assembly import at_updates, row_messages
-from ..shared.json_text import (base64_fragments, changed_members_object, concat, json_fragments,
-                                latin1_json_fragments, object_parts, quote_json, quoted_names_of)
+from ..shared.json_text import (base64_fragments, changed_members_object, concat, json_fragments, latin1_json_fragments,
+                                object_parts, quote_json, quoted_names_of)
 
 _JAVA_BY_KIND = {
     "tinyint": java.TINYINT, "smallint": java.SMALLINT, "mediumint": java.INTEGER, "int": java.INTEGER,
@@ -79,8 +79,8 @@ class CanalJSONEncoder(Encoder):
             f"{q}:{quote_json(type_name(c))}" for q, c in zip(self._quoted_names, table.columns)) + "}"
         self._java_types = [java_sql_type(c) for c in table.columns]
         # output-row-key: the row's TiKV key, of the whole table whichever columns the messages carry.
-        self._row_keys = RowKeyEncoder(table.whole or table, self.options.table_id,
-                                       f"{config.database}.{config.table}") if self.options.output_row_key else None
+        self._row_keys = RowKeyEncoder(table.whole or table, self.options.table_id, f"{config.database}.{config.table}",
+                                       config.row_id_column) if self.options.output_row_key else None
         # TiCDC's delete-only-output-handle-key-columns: a DELETE's sqlType, mysqlType and data name the handle
         # key only (and carry no onlyHandleKey mark), as the same encoder renders the table's handle-key shape;
         # nothing to do where the table is that shape already (the encoder of ``handle_key_only``).
@@ -151,7 +151,7 @@ class CanalJSONEncoder(Encoder):
             raise ConfigError("table-id", self.options.table_id,
                               f"is the id of {named[0]}.{named[1]}, and output-row-key cannot key rows of "
                               f"{', '.join(others)}: write each table with its own table-id")
-        return self._row_keys.keys(batch.columns)
+        return self._row_keys.keys(batch.columns, batch.row_ids)
 
     def _fragments(self, values: pa.Array, column: Column) -> pa.Array:
         """The JSON value of each row of a column: a quoted string, or ``null``."""
