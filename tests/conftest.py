@@ -1,5 +1,5 @@
-"""The unit suite's backend (the embedded broker or a cluster, the Schema Registry test double) and the
-fixtures it shares with the integration suite (shared_fixtures.py)."""
+"""The unit suite's backend (the embedded broker or a cluster, the Schema Registry test double, moto's AWS Glue)
+and the fixtures it shares with the integration suite (shared_fixtures.py)."""
 
 from __future__ import annotations
 
@@ -38,3 +38,19 @@ def schema_registry():
 
     with SchemaRegistryDouble() as double:
         yield double
+
+
+@pytest.fixture(scope="session")
+def glue_api():
+    """AWS Glue's Schema Registry API: moto's server in this process (tests/glue_api.py)."""
+    from glue_api import GlueAPI
+
+    with GlueAPI() as api:
+        yield api
+
+
+@pytest.fixture
+def glue_registry(glue_api):
+    """A fresh registry in ``glue_api``; moto's Glue is reset after the test."""
+    yield glue_api.new_registry()
+    glue_api.reset()

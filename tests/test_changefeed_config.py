@@ -116,3 +116,37 @@ def test_dispatchers_need_the_written_tables_name():
 def test_a_missing_file_is_named():
     with pytest.raises(ConfigError, match="cannot read the changefeed file"):
         parse(Path("/nonexistent/changefeed.toml"))
+
+
+GLUE_SECTION = ('[sink.kafka-config.glue-schema-registry-config]\nregistry-name = "cdc"\nregion = "eu-west-1"\n'
+                'access-key = "AKIAFILE"\nsecret-access-key = "file-secret"\ntoken = "file-token"\n')
+
+
+def test_the_glue_schema_registry_config_becomes_the_glue_options(tmp_path):
+    path = tmp_path / "changefeed.toml"
+    path.write_text('[sink]\nprotocol = "avro"\n' + GLUE_SECTION)
+    options = parse(path, topic="tidb_{schema}_{table}").protocol_options
+    assert (options.glue_schema_registry_name, options.glue_schema_registry_region,
+            options.glue_schema_registry_access_key, options.glue_schema_registry_secret_access_key,
+            options.glue_schema_registry_token) == ("cdc", "eu-west-1", "AKIAFILE", "file-secret", "file-token")
+    assert options.schema_registry is None
+    assert "file-secret" not in repr(options) and "file-token" not in repr(options) and "AKIAFILE" not in repr(options)
+
+
+@pytest.mark.parametrize("toml, says", [
+    # The section names Glue's registry however empty, as TiCDC reads it (pkg/config/sink.go Validate).
+    ('[sink.kafka-config.glue-schema-registry-config]\nregion = "eu-west-1"\n',
+     "registry-name is empty, is must be set"),
+    ('[sink.kafka-config.glue-schema-registry-config]\nregistry-name = ""\n', "registry-name is empty, is must be set"),
+    ('[sink.kafka-config.glue-schema-registry-config]\nregistry-name = "cdc"\n', "region is empty, is must be set"),
+    ('[sink]\nschema-registry = "http://registry:8081"\n' + GLUE_SECTION,
+     'Debezium Avro protocol requires only one of "schema-registry" or "glue-schema-registry"'),
+    ('[sink.kafka-config.glue-schema-registry-config]\nregistry = "cdc"\n',
+     "glue-schema-registry-config.registry: not a key of TiCDC's glue-schema-registry-config"),
+])
+def test_a_glue_section_ticdc_refuses_is_refused_in_its_words(tmp_path, toml, says):
+    path = tmp_path / "changefeed.toml"
+    path.write_text(toml)
+    with pytest.raises(ConfigError) as info:
+        parse(path, protocol="debezium-avro", topic="t")
+    assert says in str(info.value) and "\n" not in str(info.value) and "file-secret" not in str(info.value)

@@ -210,8 +210,9 @@ def test_tail_of_avro_needs_the_registry_in_one_line(protocol):
     result = run_cli("tail", "--bootstrap-servers", f"127.0.0.1:{closed_port()}", "--topic", "t",
                      "--protocol", protocol)
     assert result.returncode == 1
-    assert output_lines(result) == [f"[ticdc-sink] error: --protocol {protocol} needs --schema-registry URL: the "
-                                    "registry the sink registered the schemas in"]
+    assert output_lines(result) == [f"[ticdc-sink] error: --protocol {protocol} needs --schema-registry URL (or AWS "
+                                    "Glue's: -o glue-schema-registry-name=... -o glue-schema-registry-region=...): "
+                                    "the registry the sink registered the schemas in"]
 
 
 @pytest.mark.broker

@@ -548,10 +548,12 @@ def test_other_protocols_accept_a_fixed_topic(protocol):
     assert parse(protocol=protocol, topic="fixed").topic == "fixed"
 
 
-def test_avro_needs_a_registry_url():
+def test_avro_needs_a_registry_in_ticdcs_words():
     err = error(with_base(protocol="avro", topic="{schema}_{table}"))
-    assert str(err) == ("option 'schema-registry' is not set: required with protocol=avro: the Confluent Schema "
-                        "Registry URL, e.g. http://registry:8081")
+    assert str(err) == ("option 'schema-registry' is not set: Avro protocol requires parameter \"schema-registry\" "
+                        "or \"glue-schema-registry\" to specify the schema registry: a Confluent Schema Registry URL, "
+                        "e.g. http://registry:8081, or AWS Glue's glue-schema-registry-name and "
+                        "glue-schema-registry-region")
 
 
 @pytest.mark.parametrize("url", ["sr:8081", "ftp://sr", "http://", "http://sr:8081,sr2:8081"])

@@ -9,8 +9,12 @@ generator beside them (``generator/``, see the README) ran TiCDC's code; nothing
 here builds Go.  Each event goes through the sink alone, as one row of the same
 table and commit ts, with the encoder's clock set to the message's own build
 time where the protocol stamps one; its key and value must be TiCDC's bytes.
-Avro's messages are compared after the 5-byte Confluent header (the ids are each
-registry's), and the schemas the sink registers must be the text TiCDC registered.
+Avro's messages are compared after the 5-byte Confluent header or AWS Glue's 18
+bytes (the ids are each registry's), and the schemas the sink registers must be
+the text TiCDC registered.  The Glue configurations' goldens were written with
+TiCDC's Glue client pointed at moto's Glue API; here the sink registers in moto's
+too (``glue_api.py``), and must make TiCDC's requests, and its schemas' data
+format and compatibility.
 """
 
 from __future__ import annotations
@@ -26,11 +30,14 @@ from functools import cache
 from pathlib import Path
 from urllib.parse import parse_qsl
 
+import uuid
+
 import fastavro
 import numpy as np
 import pytest
 from changefeed import build, schema
 from confluent_kafka.schema_registry import SchemaRegistryClient
+from glue_api import ACCESS_KEY, SECRET_ACCESS_KEY
 from pyspark.sql import types as T
 
 from ticdc_sink.changes.dispatch import Routing
@@ -140,8 +147,13 @@ def events(case: dict) -> list[dict]:
 
 
 def options(config: str, case: dict, table: dict, registry_url: str | None) -> dict:
+    """The sink's options for a table of a configuration; ``registry_url``: the Confluent registry, or for a Glue
+    configuration the Glue API (the changefeed file names the registry and its region)."""
     query = golden(config)["uri"].replace(REGISTRY_PLACEHOLDER, registry_url or "")
     opts = dict(parse_qsl(query))
+    if registry_of(config) == "glue" and registry_url:
+        opts.update({"glue-schema-registry-endpoint": registry_url, "glue-schema-registry-access-key": ACCESS_KEY,
+                     "glue-schema-registry-secret-access-key": SECRET_ACCESS_KEY})
     if opts.get("protocol") == "open-protocol":
         opts.pop("max-batch-size")  # the test encodes one row at a time
     opts.update({"topic": "tidb_{schema}_{table}", "database": "test", "table": f"t_{case['name']}",
@@ -181,8 +193,8 @@ def build_ms(config: str, value: bytes, table: dict) -> int:
         return fastavro.schemaless_reader(io.BytesIO(value), SIMPLE_AVRO_SCHEMA, None)["payload"]["buildTs"]
     if wire == "debezium-avro":
         [value_schema] = [s for subject, s in table["registered"].items() if subject.endswith("-value")]
-        return fastavro.schemaless_reader(io.BytesIO(value[5:]), fastavro.parse_schema(json.loads(value_schema)),
-                                          None)["ts_ms"]
+        return fastavro.schemaless_reader(io.BytesIO(value[HEADER[registry_of(config)][1]:]),
+                                          fastavro.parse_schema(json.loads(value_schema)), None)["ts_ms"]
     if wire in ("avro", "open-protocol"):
         return 0
     doc = json.loads(value)
@@ -191,6 +203,18 @@ def build_ms(config: str, value: bytes, table: dict) -> int:
     if wire == "debezium":
         return doc.get("payload", doc)["ts_ms"]
     return doc["buildTs"]
+
+
+def registry_of(config: str) -> str | None:
+    """The registry a configuration's schemas go to: "confluent" (its URI's schema-registry), "glue" (its changefeed
+    file's glue-schema-registry-config), or None."""
+    if REGISTRY_PLACEHOLDER in golden(config)["uri"]:
+        return "confluent"
+    return "glue" if "glue-schema-registry-config" in golden(config).get("changefeed", "") else None
+
+
+# A registry's header: how it starts, and its length.
+HEADER = {"confluent": (b"\x00", 5), "glue": (b"\x03\x00", 18)}
 
 
 def wire_format(config: str) -> str:
@@ -226,11 +250,13 @@ def as_bytes(data: str | bytes | None) -> bytes | None:
 
 
 def comparable(config: str, data: bytes | None) -> bytes | None:
-    """Avro's Confluent framing carries the registry's schema id: compare what follows it."""
-    if data is None or wire_format(config) not in ("avro", "debezium-avro"):
+    """Avro's header carries the registry's schema id (Confluent's) or version UUID (Glue's): compare what follows
+    it."""
+    if data is None or registry_of(config) is None:
         return data
-    assert data[:1] == b"\x00", data
-    return data[5:]
+    start, size = HEADER[registry_of(config)]
+    assert data.startswith(start), data
+    return data[size:]
 
 
 def keyed_by_unique_key(config: str, case: dict) -> bool:
@@ -243,12 +269,24 @@ def keyed_by_unique_key(config: str, case: dict) -> bool:
 
 
 @pytest.mark.parametrize("name", list(TABLES))
-@pytest.mark.parametrize("config", CONFIGS)
+@pytest.mark.parametrize("config", [c for c in CONFIGS if registry_of(c) != "glue"])
 def test_every_event_is_ticdcs_bytes(config, name, request):
     case, table = TABLES[name], golden(config)["tables"][name]
-    uses_registry = REGISTRY_PLACEHOLDER in golden(config)["uri"]
+    uses_registry = registry_of(config) == "confluent"
     registry_url = request.getfixturevalue("schema_registry").url if uses_registry else None
     sink = encoded(config, case, registry_url)
+    check_messages(config, case, table, sink)
+    if registry_url:  # the schemas the sink registered, under TiCDC's subjects, in TiCDC's text
+        client = SchemaRegistryClient({"url": registry_url})
+        registered = {subject: client.get_latest_version(subject).schema.schema_str
+                      for subject in client.get_subjects()}
+        if keyed_by_unique_key(config, case):
+            assert registered.pop(f"tidb_test_t_{name}-key")  # the key's schema, which TiCDC does not register
+        assert registered == table["registered"]
+
+
+def check_messages(config: str, case: dict, table: dict, sink: list) -> None:
+    """The sink's keys and values are TiCDC's, after the registry's header; its refusals TiCDC's."""
     for message, encoding in zip(table["messages"], sink):
         if "error" in message:  # TiCDC refuses the row: so must the sink, naming the value's column
             assert isinstance(encoding, Exception) and "'v'" in str(encoding), (message, encoding)
@@ -263,13 +301,57 @@ def test_every_event_is_ticdcs_bytes(config, name, request):
         assert (message["event"], comparable(config, value)) == \
             (message["event"], comparable(config, message_bytes(message, "value")))
     assert len(sink) == len(table["messages"])
-    if registry_url:  # the schemas the sink registered, under TiCDC's subjects, in TiCDC's text
-        client = SchemaRegistryClient({"url": registry_url})
-        registered = {subject: client.get_latest_version(subject).schema.schema_str
-                      for subject in client.get_subjects()}
-        if keyed_by_unique_key(config, case):
-            assert registered.pop(f"tidb_test_t_{name}-key")  # the key's schema, which TiCDC does not register
-        assert registered == table["registered"]
+
+
+@pytest.mark.parametrize("name", list(TABLES))
+@pytest.mark.parametrize("config", [c for c in CONFIGS if registry_of(c) == "glue"])
+def test_every_event_is_ticdcs_bytes_through_glue(config, name, glue_api, monkeypatch):
+    """The same through AWS Glue's registry (moto's), named by the changefeed file as TiCDC's was: the messages
+    after Glue's header; the header of each, 3, 0 and the UUID of the schema version registered for it, in TiCDC's
+    goldens and in the sink's; the schemas, under TiCDC's names, in TiCDC's text, data format and compatibility;
+    and the requests, TiCDC's but its GetRegistry, which the sink makes once on the driver (``check_services``)."""
+    import botocore.client
+
+    case, table = TABLES[name], golden(config)["tables"][name]
+    calls = []
+    make_api_call = botocore.client.BaseClient._make_api_call
+
+    def recorded(client, operation, params):
+        calls.append(" ".join([operation, params.get("SchemaName") or params.get("SchemaId", {}).get("SchemaName", "")])
+                     .strip())
+        return make_api_call(client, operation, params)
+
+    registry = glue_api.new_registry(re.search(r'registry-name = "(.+)"', golden(config)["changefeed"]).group(1))
+    monkeypatch.setattr(botocore.client.BaseClient, "_make_api_call", recorded)
+    try:
+        sink = encoded(config, case, glue_api.endpoint)
+        schemas = registry.schemas()
+    finally:
+        glue_api.reset()
+    check_messages(config, case, table, sink)
+    ticdcs = dict(schemas)
+    key_name = f"tidb_test_t_{name}-key"
+    if keyed_by_unique_key(config, case):  # the key's schema, which TiCDC does not register
+        assert ticdcs.pop(key_name)
+        calls = [call for call in calls if not call.endswith(key_name)]
+    assert {schema_name: schema.latest for schema_name, schema in ticdcs.items()} == table["registered"]
+    assert {schema_name: (schema.data_format, schema.compatibility) for schema_name, schema in ticdcs.items()} == \
+        {schema_name: (s["data_format"], s["compatibility"]) for schema_name, s in table["glue"]["schemas"].items()}
+    assert calls == [call for call in table["glue"]["calls"] if call != "GetRegistry"]
+    for message, encoding in zip(table["messages"], sink):
+        for index, part in enumerate(("key", "value")):
+            schema_name = f"tidb_test_t_{name}-{part}"
+            ticdc, ours = message_bytes(message, part), None if isinstance(encoding, Exception) else encoding[index]
+            if ticdc:
+                assert glue_version(ticdc) in table["glue"]["schemas"][schema_name]["version_ids"]
+            if ours:
+                assert glue_version(ours) in schemas[schema_name].versions
+
+
+def glue_version(data: bytes) -> str:
+    """The schema version a message in Glue's wire format names."""
+    assert data[:2] == b"\x03\x00", data
+    return str(uuid.UUID(bytes=data[2:18]))
 
 
 @pytest.mark.parametrize("name", list(TABLES))

@@ -156,11 +156,13 @@ def protocol_decoder(protocol: str, schema_registry: str | None, options: Mappin
     """The decoder of the protocol with the writer's ``options`` (compression, claim-check storage, ...); Avro's
     reads its schemas from the registry."""
     registered = uses_registry(protocol)
-    if registered and not schema_registry:
-        raise CommandError(f"--protocol {protocol} needs --schema-registry URL: the registry the sink registered "
-                           "the schemas in")
+    glue = any(name.startswith("glue-schema-registry-") for name in options or {})
+    if registered and not schema_registry and not glue:
+        raise CommandError(f"--protocol {protocol} needs --schema-registry URL (or AWS Glue's: -o "
+                           "glue-schema-registry-name=... -o glue-schema-registry-region=...): the registry the sink "
+                           "registered the schemas in")
     given = {"protocol": protocol, "topic": "-", "kafka.bootstrap.servers": "-", **(options or {})}
-    if registered:
+    if registered and schema_registry:
         given["schema-registry"] = schema_registry
     return decoder_for(parse_options(given, reading=True))
 

@@ -27,7 +27,7 @@ from .open_protocol.decoder import OpenProtocolDecoder
 from .open_protocol.encoder import OpenProtocolEncoder
 from .open_protocol.options import OpenProtocolOptions
 from .shared.claim_check import ClaimCheckStorage
-from .shared.schema_registry import SchemaRegistry, UsesSchemaRegistry
+from .shared.schema_registry import UsesSchemaRegistry, open_registry
 from .simple.decoder import SimpleDecoder
 from .simple.encoder import SimpleEncoder
 from .simple.options import SimpleOptions
@@ -92,7 +92,7 @@ def check_services(config: SinkConfig) -> None:
     if config.large_message_handle_option == "claim-check":
         ClaimCheckStorage.of(config).check()
     if issubclass(_codec(config.protocol)[0], UsesSchemaRegistry):
-        registry = SchemaRegistry(_with_options(config))
+        registry = open_registry(_with_options(config))
         try:
             registry.check_reachable()
         finally:

@@ -8,11 +8,12 @@ write them:
 - open-protocol: the key is a frame of version 1 (``open_protocol/frames.py``);
 - canal-json: a JSON object with ``isDdl``; debezium: one with ``payload``;
   simple: one with ``version`` and ``type``, or Simple's Avro (first byte 0x16);
-- avro and debezium-avro: Confluent's wire format (magic byte 0, schema id);
+- avro and debezium-avro: Confluent's wire format (magic byte 0, schema id), or
+  AWS Glue's (header version 3, compression 0, schema version UUID);
   debezium-avro's value schema is a Debezium envelope (``source``, ``ts_ms``),
   avro's the table's columns;
 - a tombstone (a key without a value): avro's DELETE, and what Debezium writes
-  after a delete for log compaction, told apart by the key's form (Confluent's,
+  after a delete for log compaction, told apart by the key's form (a registry's,
   or Debezium's JSON); read as a protocol whose topics hold none, it is named.
 """
 
@@ -24,13 +25,14 @@ import struct
 from .base import Decoder, Event, RowEvent
 from .open_protocol.frames import VERSION
 from .shared.compression import compression_hint
-from .shared.schema_registry import UsesSchemaRegistry, split_confluent
+from .shared.glue_schema_registry import COMPRESSION_NONE, HEADER_SIZE, HEADER_VERSION
+from .shared.schema_registry import UsesSchemaRegistry
 
 _OPEN_PROTOCOL_KEY = struct.pack(">Q", VERSION)
-_CONFLUENT = ("avro", "debezium-avro")
+_REGISTERED = ("avro", "debezium-avro")  # in a schema registry's wire format
 _ANY_TOMBSTONE = ("avro", "debezium", "debezium-avro")  # the protocols whose topics hold tombstones
 # The protocols a tombstone may be of, by its key (``_tombstone``), and what such a tombstone is.
-_TOMBSTONES = {_CONFLUENT: "as avro writes a delete", ("debezium",): "as debezium writes after a delete",
+_TOMBSTONES = {_REGISTERED: "as avro writes a delete", ("debezium",): "as debezium writes after a delete",
                _ANY_TOMBSTONE: "as avro writes a delete, and debezium after one"}
 _JSON_MEMBERS = {"canal-json": ("isDdl",), "debezium": ("payload",), "simple": ("version", "type")}
 
@@ -82,8 +84,8 @@ def _protocols_of(decoder: Decoder, key: bytes | None, value: bytes | None) -> t
     if compression_hint(value):
         return None
     value = _as_written(decoder, value)
-    if _is_confluent(value):
-        return _confluent(decoder, value)
+    if _is_registered(value):
+        return _registered(decoder, value)
     if value[:1] == b"\x16":
         return ("simple",)
     try:
@@ -95,15 +97,15 @@ def _protocols_of(decoder: Decoder, key: bytes | None, value: bytes | None) -> t
     return tuple(p for p, members in _JSON_MEMBERS.items() if all(m in document for m in members))
 
 
-def _confluent(decoder: Decoder, value: bytes) -> tuple[str, ...]:
+def _registered(decoder: Decoder, value: bytes) -> tuple[str, ...]:
     """avro or debezium-avro, by the value's schema where the decoder's registry has it."""
     if not isinstance(decoder, UsesSchemaRegistry):
-        return _CONFLUENT
+        return _REGISTERED
     try:
-        schema = json.loads(decoder.registry.schema_text(split_confluent(value)[0]))
+        schema = json.loads(decoder.registry.schema_text(decoder.registry.split(value)[0]))
         fields = {f["name"] for f in schema["fields"]}
     except Exception:  # the registry's failure is the decoder's to report
-        return _CONFLUENT
+        return _REGISTERED
     return ("debezium-avro",) if {"source", "ts_ms"} <= fields else ("avro",)
 
 
@@ -113,8 +115,8 @@ def _tombstone(decoder: Decoder, key: bytes | None) -> tuple[str, ...]:
     any of theirs."""
     if key is not None:
         key = _as_written(decoder, key)  # TiCDC compresses Debezium's keys as its values
-        if _is_confluent(key):
-            return _CONFLUENT
+        if _is_registered(key):
+            return _REGISTERED
         try:
             json.loads(key)
             return ("debezium",)
@@ -131,5 +133,7 @@ def _as_written(decoder: Decoder, data: bytes) -> bytes:
         return data
 
 
-def _is_confluent(data: bytes) -> bool:
-    return data[:1] == b"\x00" and len(data) >= 5
+def _is_registered(data: bytes) -> bool:
+    """Confluent's wire format, or Glue's."""
+    return (data[:1] == b"\x00" and len(data) >= 5) or (
+        data[:2] == bytes((HEADER_VERSION, COMPRESSION_NONE)) and len(data) >= HEADER_SIZE)

@@ -5,7 +5,10 @@ The keys and their nesting are TiCDC's ``pkg/config/sink.go`` (pingcap/ticdc):
 and the other row settings under ``[sink]``; ``max-message-bytes``,
 ``partition-num``, ``replication-factor``, ``output-raw-change-event`` and
 ``[sink.kafka-config.large-message-handle]`` under ``[sink.kafka-config]``;
-the codec's settings under ``[sink.kafka-config.codec-config]``;
+the codec's settings under ``[sink.kafka-config.codec-config]``; the AWS Glue
+Schema Registry's under ``[sink.kafka-config.glue-schema-registry-config]``
+(options ``glue-schema-registry-name``, ``-region``, ``-access-key``,
+``-secret-access-key``, ``-token``);
 ``output-old-value`` under ``[sink.open]`` and ``[sink.debezium]`` (with
 ``include-start-ts``), which the sink names ``open-output-old-value``,
 ``debezium-output-old-value`` and ``debezium-include-start-ts``.  Of the
@@ -52,12 +55,18 @@ _PASSED_OVER = {
     "kafka-config": {"kafka-version", "kafka-client-id", "dial-timeout", "write-timeout", "read-timeout",
                      "auto-create-topic"},
 }
+# [sink.kafka-config.glue-schema-registry-config] keys -> options; the section names Glue's registry even with
+# its registry-name empty, which TiCDC refuses as the sink does.
+_GLUE_KEYS = {"registry-name": "glue-schema-registry-name", "region": "glue-schema-registry-region",
+              "access-key": "glue-schema-registry-access-key",
+              "secret-access-key": "glue-schema-registry-secret-access-key", "token": "glue-schema-registry-token"}
 _LARGE_MESSAGE_KEYS = {"large-message-handle-option", "large-message-handle-compression", "claim-check-storage-uri",
                        "claim-check-raw-value"}
 _WHY_NOT = {
     "kafka-config": "Kafka client settings are given as kafka.<librdkafka setting> options beside the file",
     "codec-config": "the sink does not support it",
     "large-message-handle": "not a key of TiCDC's large-message-handle",
+    "glue-schema-registry-config": "not a key of TiCDC's glue-schema-registry-config",
 }
 
 
@@ -115,10 +124,22 @@ def _kafka_config(path: str, config: dict) -> dict[str, str]:
                                                     f"{_WHY_NOT['large-message-handle']}")
                 if large_value != "":  # TiCDC reads an empty one as its default
                     options[large_key] = _text(large_value)
+        elif key == "glue-schema-registry-config":
+            options.update(_glue_config(path, value))
         elif key in _PASSED_OVER["kafka-config"]:
             log.info("changefeed-config: sink.kafka-config.%s changes nothing in the messages; passed over", key)
         else:
             raise ConfigError(OPTION, path, f"sink.kafka-config.{key}: {_WHY_NOT['kafka-config']}")
+    return options
+
+
+def _glue_config(path: str, config: dict) -> dict[str, str]:
+    unknown = set(config) - set(_GLUE_KEYS)
+    if unknown:
+        raise ConfigError(OPTION, path, f"sink.kafka-config.glue-schema-registry-config.{sorted(unknown)[0]}: "
+                                        f"{_WHY_NOT['glue-schema-registry-config']}")
+    options = {_GLUE_KEYS["registry-name"]: _text(config.get("registry-name", ""))}
+    options.update((_GLUE_KEYS[key], _text(value)) for key, value in config.items() if value != "")
     return options
 
 

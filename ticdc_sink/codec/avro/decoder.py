@@ -7,7 +7,7 @@ import datetime as dt
 import io
 import json
 from decimal import Decimal
-from typing import Any, Callable
+from typing import Any, Callable, Hashable
 
 import fastavro
 
@@ -16,7 +16,7 @@ from ...table.mysql_types import MySQLType
 from ...table.type_grammar import carried_type
 from ..base import Decoder, RowEvent
 from ..shared.decoding import allowed_members, enum_index, set_bitmask, unsigned_64
-from ..shared.schema_registry import UsesSchemaRegistry, split_confluent
+from ..shared.schema_registry import UsesSchemaRegistry
 from .schema import BEFORE_FIELD, EXTENSION_FIELDS
 
 
@@ -37,7 +37,7 @@ class AvroDecoder(UsesSchemaRegistry, Decoder):
 
     def __init__(self, config: SinkConfig | None = None):
         super().__init__(config)
-        self._readers: dict[int, _Reader] = {}
+        self._readers: dict[Hashable, _Reader] = {}
 
     def decode(self, key: bytes | None, value: bytes | None) -> list[RowEvent]:
         if value is None:
@@ -52,7 +52,7 @@ class AvroDecoder(UsesSchemaRegistry, Decoder):
         return [reader.event(kind, columns, key_columns, others.get("_tidb_commit_ts"), old)]
 
     def _read(self, data: bytes) -> tuple["_Reader", dict[str, Any], dict[str, Any]]:
-        schema_id, record_ = split_confluent(data)
+        schema_id, record_ = self.registry.split(data)
         reader = self._readers.get(schema_id)
         if reader is None:
             reader = self._readers[schema_id] = _Reader(self.registry.schema_text(schema_id))

@@ -41,7 +41,7 @@ from ...tso import TSO_LOGICAL_BITS
 from ..base import Encoder
 from ..shared.assembly import row_messages
 from ..shared.avro_binary import concat, decimal_bytes, fixed_width, length_prefixed, nullable, unsigned_bytes, varints
-from ..shared.schema_registry import UsesSchemaRegistry, check_client_settings, confluent_header, subject
+from ..shared.schema_registry import UsesSchemaRegistry, check_client_settings, subject
 from .schema import column_field, record, schema_text, value_record
 
 log = logging.getLogger(__name__)
@@ -132,12 +132,12 @@ class AvroEncoder(UsesSchemaRegistry, Encoder):
         registry = self.registry
         key = None
         if self._key_fields:  # TiCDC registers the key first
-            key = confluent_header(registry.register(
+            key = registry.register(
                 subject(topic, "key"), schema_text(record(table, database, self._key_fields, self.config)),
-                f"the key schema of {database}.{table}"))
-        value = confluent_header(registry.register(
+                f"the key schema of {database}.{table}")
+        value = registry.register(
             subject(topic, "value"), schema_text(value_record(table, database, self._value_fields, self.config)),
-            f"the value schema of {database}.{table}"))
+            f"the value schema of {database}.{table}")
         known = self._topics[topic] = _TopicSchemas(database, table, key, value)
         return known
 

@@ -28,8 +28,5 @@ class AvroOptions(RegistryOptions, ProtocolOptions):
         if not reading and not _TOPIC_EXPRESSION.match(config.topic):
             raise ConfigError("topic", config.topic,
                               "the avro protocol needs a topic expression with {schema} and {table}")
-        if not self.schema_registry:
-            raise ConfigError("schema-registry", None, "required with protocol=avro: the Confluent Schema Registry "
-                                                       "URL, e.g. http://registry:8081")
-        self.check_registry()
+        self.check_registry("Avro")
         return self

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import io
 import json
-from typing import Any, Callable
+from typing import Any, Callable, Hashable
 
 import fastavro
 
 from ...config.sink import SinkConfig
 from ...table.mysql_types import MySQLType
 from ..base import DDLEvent, Decoder, RowEvent, TakesDeclaredTypes, WatermarkEvent
-from ..shared.schema_registry import UsesSchemaRegistry, split_confluent
+from ..shared.schema_registry import UsesSchemaRegistry
 from .decoder import ReadingContext, ReadingContexts
 
 _ROW_KINDS = {"c": "INSERT", "u": "UPDATE", "d": "DELETE"}
@@ -27,7 +27,7 @@ class DebeziumAvroDecoder(UsesSchemaRegistry, TakesDeclaredTypes, Decoder):
     def __init__(self, config: SinkConfig | None = None):
         super().__init__(config)
         self._contexts = ReadingContexts(config)
-        self._readers: dict[int, _Reader] = {}
+        self._readers: dict[Hashable, _Reader] = {}
 
     @property
     def carries_watermarks(self) -> bool:
@@ -64,7 +64,7 @@ class DebeziumAvroDecoder(UsesSchemaRegistry, TakesDeclaredTypes, Decoder):
                          primary_keys=key_columns, column_types=rows.column_types)]
 
     def _read(self, data: bytes) -> tuple["_Reader", dict]:
-        schema_id, body = split_confluent(data)
+        schema_id, body = self.registry.split(data)
         reader = self._readers.get(schema_id)
         if reader is None:
             reader = self._readers[schema_id] = _Reader(self.registry.schema_text(schema_id))

@@ -1,8 +1,9 @@
 """TiCDC's ``debezium-avro`` (TiCDC ``pkg/sink/codec/debezium/avro.go`` at pingcap/ticdc@b813e76f, added in
 pingcap/ticdc#5475; the goldens' ``tests/golden/debezium-avro/README.md``).
 
-A row change is one message, key and value in the Confluent wire format: the
-key a record of the handle-key columns, the value the envelope ``before``,
+A row change is one message, key and value in the registry's wire format
+(Confluent's, or AWS Glue's: ``shared/glue_schema_registry.py``): the key a
+record of the handle-key columns, the value the envelope ``before``,
 ``after``, ``source`` (``version`` 2.4.0.Final, ``connector`` TiCDC, the
 cluster, the commit's physical ms, the database and table, ``commit_ts`` and
 ``cluster_id``), ``op`` (``c``, ``u``, ``d``) and ``ts_ms`` (the clock); there
@@ -43,7 +44,7 @@ from ..base import Encoder
 from ..shared.assembly import row_messages
 from ..shared.avro_binary import (booleans, concat, decimal_bytes, fixed_width, length_prefixed, long_bytes, nullable,
                                   string_bytes, varints)
-from ..shared.schema_registry import UsesSchemaRegistry, check_client_settings, confluent_header
+from ..shared.schema_registry import UsesSchemaRegistry, check_client_settings
 from .avro_schema import (connect_to_avro, decimal_precision, envelope_schema, key_schema, namespace, schema_text,
                           source_connect)
 from .events import CONNECTOR_VERSION, ControlEvents
@@ -108,7 +109,7 @@ class DebeziumAvroEncoder(UsesSchemaRegistry, Encoder):
                 varints(commit_ts), self._cluster]
 
     def _headers(self, topic: str, database: str, table: str) -> "_Headers":
-        """The Confluent headers of a table's key and value on a topic, registering their schemas the first time
+        """The headers of a table's key and value on a topic, registering their schemas the first time
         (the key's first, as TiCDC does; tables sharing a topic share its subjects, as in TiCDC)."""
         known = self._schemas.get((topic, database, table))
         if known is None:
@@ -119,7 +120,7 @@ class DebeziumAvroEncoder(UsesSchemaRegistry, Encoder):
             value = self.registry.register(
                 f"{topic}-value", schema_text(envelope_schema(columns, cluster, database, table, self.config)),
                 f"the value schema of {database}.{table}")
-            known = self._schemas[(topic, database, table)] = _Headers(confluent_header(key), confluent_header(value))
+            known = self._schemas[(topic, database, table)] = _Headers(key, value)
         return known
 
     # -- control events: ``events.py``'s documents, as TiCDC converts its Debezium JSON ones (avro.go
@@ -159,10 +160,10 @@ class DebeziumAvroEncoder(UsesSchemaRegistry, Encoder):
         """An event in Avro: its Connect schema converted, registered under its own name, its payload in it."""
         connect = document["schema"]
         avro = connect_to_avro(connect)
-        schema_id = self.registry.register(connect["name"], schema_text(avro), f"the schema {connect['name']}")
+        header = self.registry.register(connect["name"], schema_text(avro), f"the schema {connect['name']}")
         out = io.BytesIO()
         fastavro.schemaless_writer(out, fastavro.parse_schema(avro), document["payload"])
-        return confluent_header(schema_id) + out.getvalue()
+        return header + out.getvalue()
 
     def _row_headers(self, batch: ChangeBatch, routing: Routing) -> tuple:
         """Each row's key and value header, by its topic and table (a constant where the batch has one)."""

@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ...config.sink import SinkConfig
-from ...errors import ConfigError
 from ..base import ProtocolOptions
 from ..shared.schema_registry import RegistryOptions
 
@@ -23,8 +22,5 @@ class DebeziumAvroOptions(RegistryOptions, ProtocolOptions):
 
     def resolve(self, config: SinkConfig, *, reading: bool = False) -> "DebeziumAvroOptions":
         """TiCDC's rules: a registry to put the schemas in."""
-        if not self.schema_registry:
-            raise ConfigError("schema-registry", None, 'Debezium Avro protocol requires parameter "schema-registry" '
-                                                       "to specify the schema registry, e.g. http://registry:8081")
-        self.check_registry()
+        self.check_registry("Debezium Avro")
         return self

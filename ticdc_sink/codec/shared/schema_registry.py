@@ -1,5 +1,6 @@
 """The Confluent Schema Registry, for the protocols whose schemas live there (Avro): a client, its errors,
-TiCDC's subject names, and the declaration by which a codec says it needs one."""
+TiCDC's subject names; the options of both registries (AWS Glue's is ``glue_schema_registry.py``), and the
+declaration by which a codec says it needs one, which gives it the registry its options name."""
 
 from __future__ import annotations
 
@@ -14,29 +15,46 @@ from urllib.parse import unquote, urlsplit
 
 from ...config.option_group import SETTINGS, OptionGroup
 from ...config.sink import SinkConfig
-from ...errors import ConfigError, TiCDCSinkError
+from ...errors import ConfigError
 from ...redact import mask_url
+from .glue_schema_registry import HEADER_VERSION, GlueRegistryOptions, GlueSchemaRegistry, check_glue_client
+from .registered_schemas import DEFAULT_RETRIES, RegisteredSchemas, SchemaRegistryFailure, attempt_seconds
 
 # Client settings that take numbers; options always arrive as strings.
 _NUMBER_SETTINGS = frozenset({"timeout", "cache.capacity", "cache.latest.ttl.sec", "max.retries", "retries.wait.ms",
                               "retries.max.wait.ms"})
-_DEFAULT_RETRIES = 2
 _CA_PEM, _CA_FILE = "ssl.ca.pem", "ssl.ca.location"
 MAGIC_BYTE = 0
 _CONFLUENT_HEADER = struct.Struct(">bI")  # the magic byte and the schema id, big-endian
 
 
 @dataclass(frozen=True, repr=False)
-class RegistryOptions(OptionGroup):
-    """The options of a protocol whose schemas live in a registry: its URL, and ``schema-registry.<setting>``
-    options, confluent-kafka ``SchemaRegistryClient`` settings (TLS, basic auth, ...) plus ``ssl.ca.pem``, the
-    registry's CA as text, which the client takes as a file."""
+class RegistryOptions(GlueRegistryOptions, OptionGroup):
+    """The options of a protocol whose schemas live in a registry: a Confluent Schema Registry's URL, and
+    ``schema-registry.<setting>`` options, confluent-kafka ``SchemaRegistryClient`` settings (TLS, basic auth, ...)
+    plus ``ssl.ca.pem``, the registry's CA as text, which the client takes as a file; or AWS Glue's."""
 
     schema_registry: str | None = None
     schema_registry_settings: tuple[tuple[str, str], ...] = field(default=(), metadata={SETTINGS: True})
 
-    def check_registry(self) -> None:
-        """Each URL of ``schema-registry`` is an http:// or https:// one, and the registry's CA is given once."""
+    def check_registry(self, protocol: str) -> None:
+        """One registry, as TiCDC requires in its words (``pkg/sink/codec/common/config.go``, ``Validate``;
+        ``protocol`` as it names it there: Avro, Debezium Avro), and its options. Confluent's: each URL of
+        ``schema-registry`` is an http:// or https:// one, and the registry's CA is given once."""
+        if self.schema_registry and self.uses_glue:
+            raise ConfigError("schema-registry", self.schema_registry,
+                              f'{protocol} protocol requires only one of "schema-registry" or "glue-schema-registry" '
+                              "to specify the schema registry: give schema-registry (a Confluent Schema Registry) "
+                              "or the glue-schema-registry-* options (AWS Glue's), not both")
+        if not self.schema_registry and not self.uses_glue:
+            raise ConfigError("schema-registry", None,
+                              f'{protocol} protocol requires parameter "schema-registry" or "glue-schema-registry" '
+                              "to specify the schema registry: a Confluent Schema Registry URL, e.g. "
+                              "http://registry:8081, or AWS Glue's glue-schema-registry-name and "
+                              "glue-schema-registry-region")
+        if self.uses_glue:
+            self.check_glue()
+            return
         for one in (self.schema_registry or "").split(","):
             parts = urlsplit(one.strip())
             if parts.scheme.lower() not in ("http", "https") or not parts.netloc:
@@ -47,17 +65,6 @@ class RegistryOptions(OptionGroup):
         if _CA_PEM in settings and _CA_FILE in settings:
             raise ConfigError(f"schema-registry.{_CA_FILE}", settings[_CA_FILE],
                               f"give the registry's CA once: as this file or as schema-registry.{_CA_PEM}, not both")
-
-
-class SchemaRegistryFailure(TiCDCSinkError):
-    """The registry refused a schema or could not be reached; the message is the registry's own.
-
-    ``of_one_message``: the registry answered, and lacks the schema id one message names; any other failure
-    (a refused login, an untrusted certificate, no answer) stops every message alike."""
-
-    def __init__(self, message: str, of_one_message: bool = False):
-        super().__init__(message)
-        self.of_one_message = of_one_message
 
 
 def subject(topic: str, part: str) -> str:
@@ -73,7 +80,9 @@ def confluent_header(schema_id: int) -> bytes:
 def split_confluent(data: bytes) -> tuple[int, bytes]:
     """(schema id, Avro record) of a key or value in the Confluent wire format."""
     if len(data) < _CONFLUENT_HEADER.size or data[0] != MAGIC_BYTE:
-        raise ValueError(f"not a Confluent Avro message (magic byte 0, schema id, record): {data[:8]!r}")
+        hint = "; it starts as AWS Glue's do: read with the glue-schema-registry-* options" \
+            if data[:1] == bytes((HEADER_VERSION,)) else ""
+        raise ValueError(f"not a Confluent Avro message (magic byte 0, schema id, record): {data[:8]!r}{hint}")
     return _CONFLUENT_HEADER.unpack_from(data)[1], data[_CONFLUENT_HEADER.size:]
 
 
@@ -99,8 +108,8 @@ def client_settings(config: SinkConfig) -> dict[str, Any]:
                 raise ConfigError(f"schema-registry.{setting}", value, "expected a number") from None
         else:
             settings[setting] = value
-    retries = settings.setdefault("max.retries", _DEFAULT_RETRIES)
-    settings.setdefault("timeout", config.broker_timeout_ms / 1000 / (retries + 1))
+    retries = settings.setdefault("max.retries", DEFAULT_RETRIES)
+    settings.setdefault("timeout", attempt_seconds(config.broker_timeout_ms, retries))
     if "basic.auth.user.info" not in settings:  # with both, the client's own refusal says which to drop
         settings.update(_login_out_of_urls(options.schema_registry))
     return settings
@@ -117,9 +126,12 @@ def _login_out_of_urls(urls: str) -> dict[str, str]:
 
 @functools.lru_cache(maxsize=16)
 def check_client_settings(config: SinkConfig) -> None:
-    """Refuse ``schema-registry.*`` settings the client refuses, once per configuration and process
-    (building a client costs tens of milliseconds: it loads the CA certificates)."""
-    _client(config).close()
+    """Refuse settings the registry's client refuses, once per configuration and process (building a client
+    costs tens of milliseconds: it loads the CA certificates)."""
+    if config.protocol_options.uses_glue:
+        check_glue_client(config)
+    else:
+        _client(config).close()
 
 
 def _registry_client():
@@ -169,19 +181,14 @@ def _client(config: SinkConfig):
                           f"{e}") from None
 
 
-class SchemaRegistry:
-    """Registers schemas and looks them up by id, once per distinct schema.
-
-    A codec builds one when it first needs the registry (``UsesSchemaRegistry``),
-    on the executor, and it is closed at the end of the task; the client underneath
-    caches as well, but this cache also spares it parsing the schema on every batch.
-    """
+class SchemaRegistry(RegisteredSchemas):
+    """The Confluent Schema Registry through confluent-kafka's client, which caches as well; the cache above it
+    also spares the client parsing the schema on every batch."""
 
     def __init__(self, config: SinkConfig):
+        super().__init__()
         self._config = config
         self._client = _client(config)
-        self._ids: dict[tuple[str, str], int] = {}
-        self._schemas: dict[int, str] = {}
 
     @classmethod
     def at(cls, url: str) -> "SchemaRegistry":
@@ -193,21 +200,17 @@ class SchemaRegistry:
         """The registry's URL as it may be shown: without its credentials."""
         return mask_url(self._config.protocol_options.schema_registry or "")
 
-    def register(self, subject_name: str, schema_text: str, what: str) -> int:
-        """The id of ``schema_text`` under ``subject_name``, registering it the first time it is seen."""
-        key = (subject_name, schema_text)
-        if key not in self._ids:
-            self._ids[key] = self._call(
-                lambda: self._client.register_schema(subject_name, _registry_client()[0].Schema(schema_text, "AVRO")),
-                f"registering {what} under subject {subject_name!r}")
-        return self._ids[key]
+    def split(self, data: bytes) -> tuple[int, bytes]:
+        return split_confluent(data)
 
-    def schema_text(self, schema_id: int) -> str:
-        """The schema registered under ``schema_id``."""
-        if schema_id not in self._schemas:
-            self._schemas[schema_id] = self._call(lambda: self._client.get_schema(schema_id).schema_str,
-                                                  f"looking up schema id {schema_id}", names_a_schema=True)
-        return self._schemas[schema_id]
+    def _register(self, name: str, schema_text: str, what: str) -> bytes:
+        return confluent_header(self._call(
+            lambda: self._client.register_schema(name, _registry_client()[0].Schema(schema_text, "AVRO")),
+            f"registering {what} under subject {name!r}"))
+
+    def _look_up(self, schema_id: int) -> str:
+        return self._call(lambda: self._client.get_schema(schema_id).schema_str, f"looking up schema id {schema_id}",
+                          names_a_schema=True)
 
     def check_reachable(self) -> None:
         """One request (the subject list), so that a wrong URL or credentials fail before any task."""
@@ -260,8 +263,13 @@ def _advice(status: int) -> str:
     return ""
 
 
+def open_registry(config: SinkConfig) -> RegisteredSchemas:
+    """A client of the registry the options name: AWS Glue's, or the Confluent Schema Registry."""
+    return GlueSchemaRegistry(config) if config.protocol_options.uses_glue else SchemaRegistry(config)
+
+
 class UsesSchemaRegistry:
-    """Declared by a codec whose schemas live in a Confluent Schema Registry (Avro).
+    """Declared by a codec whose schemas live in a schema registry (Avro): Confluent's or AWS Glue's.
 
     Its client is made when the codec first needs it; ``codec.open_encoder``
     closes it at the end of a task, and ``codec.check_services`` reaches the
@@ -269,15 +277,16 @@ class UsesSchemaRegistry:
     """
 
     config: SinkConfig | None
-    _registry: SchemaRegistry | None = None
+    _registry: RegisteredSchemas | None = None
 
     @property
-    def registry(self) -> SchemaRegistry:
+    def registry(self) -> RegisteredSchemas:
         if self._registry is None:
-            if self.config is None or not self.config.protocol_options.schema_registry:
+            options = self.config and self.config.protocol_options
+            if not options or not (options.schema_registry or options.uses_glue):
                 raise ConfigError("schema-registry", None, "decoding avro needs the registry the schemas are "
                                                            "in: decoder_for('avro', schema_registry=URL)")
-            self._registry = SchemaRegistry(self.config)
+            self._registry = open_registry(self.config)
         return self._registry
 
     def close_registry(self) -> None:

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -26,6 +27,10 @@ import (
 	"unicode/utf8"
 
 	"github.com/BurntSushi/toml"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/glue"
+	glueTypes "github.com/aws/aws-sdk-go-v2/service/glue/types"
 	"github.com/pingcap/ticdc/downstreamadapter/sink/columnselector"
 	commonType "github.com/pingcap/ticdc/pkg/common"
 	commonEvent "github.com/pingcap/ticdc/pkg/common/event"
@@ -124,6 +129,7 @@ type tableGolden struct {
 	Bootstrap     *message          `json:"bootstrap,omitempty"`
 	Messages      []message         `json:"messages"`
 	Registered    map[string]string `json:"registered,omitempty"`
+	Glue          *glueGolden       `json:"glue,omitempty"`
 }
 
 type event struct {
@@ -232,10 +238,12 @@ func TestGoldens(t *testing.T) {
 
 	registry := newRegistry()
 	defer registry.server.Close()
+	defer registry.closeGlue()
 	for _, pc := range configs {
 		if !wanted(pc.Name) {
 			continue
 		}
+		registry.useGlue(t, pc.sinkConfig(t))
 		out := map[string]*tableGolden{}
 		for _, c := range cases {
 			registry.reset()
@@ -365,6 +373,9 @@ func encodeTable(t *testing.T, pc protocolConfig, registry *registry, topic stri
 	if len(registry.subjects) > 0 {
 		golden.Registered = registry.snapshot()
 	}
+	if registry.glue != nil {
+		golden.Registered, golden.Glue = registry.glue.snapshot()
+	}
 	return golden
 }
 
@@ -425,12 +436,15 @@ func asMessage(name string, m *common.Message) *message {
 	return &message{Event: name, Key: string(m.Key), Value: string(m.Value), Encoding: "text"}
 }
 
-// registry is a Confluent Schema Registry as TiCDC's encoder uses it: a connectivity check and registration.
+// registry is a Confluent Schema Registry as TiCDC's encoder uses it: a connectivity check and registration; and,
+// for a configuration with a Glue registry, the recorder of what TiCDC registers there.
 type registry struct {
 	mu       sync.Mutex
 	server   *httptest.Server
 	subjects map[string]string
 	ids      map[string]int
+	glue     *glueRecorder
+	glueUsed *glueRecorder // made once, kept between the configurations that use Glue
 }
 
 func newRegistry() *registry {
@@ -470,6 +484,9 @@ func (r *registry) reset() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.subjects, r.ids = map[string]string{}, map[string]int{}
+	if r.glue != nil {
+		r.glue.reset()
+	}
 }
 
 func (r *registry) snapshot() map[string]string {
@@ -485,4 +502,160 @@ func (r *registry) snapshot() map[string]string {
 		out[name] = r.subjects[name]
 	}
 	return out
+}
+
+// glueGolden is what TiCDC did in the Glue registry for a table: its requests in order (the operation, and the
+// schema it names), and each schema it created, with the ids of the versions it was answered.
+type glueGolden struct {
+	Calls   []string               `json:"calls"`
+	Schemas map[string]*glueSchema `json:"schemas"`
+}
+
+type glueSchema struct {
+	DataFormat    string   `json:"data_format"`
+	Compatibility string   `json:"compatibility"`
+	VersionIDs    []string `json:"version_ids"`
+}
+
+// glueRecorder stands between TiCDC's Glue client and a Glue API (moto's server, at TICDC_GOLDENS_GLUE): it passes
+// each request on and records it, as the Confluent registry above records subjects. aws-sdk-go-v2 reads
+// AWS_ENDPOINT_URL_GLUE only where it loads the default configuration, which TiCDC does when its
+// glue-schema-registry-config has no credentials: so the configurations give none, and the environment the
+// recorder's endpoint, region and credentials.
+type glueRecorder struct {
+	mu          sync.Mutex
+	server      *httptest.Server
+	upstreamURL string
+	upstream    *glue.Client
+	config      *config.GlueSchemaRegistryConfig
+	golden      *glueGolden
+	definitions map[string]string // schema name -> its latest definition
+}
+
+// useGlue points TiCDC's Glue client at the recorder where the configuration has a Glue registry.
+func (r *registry) useGlue(t *testing.T, sink *config.SinkConfig) {
+	r.glue = nil
+	if sink.KafkaConfig == nil || sink.KafkaConfig.GlueSchemaRegistryConfig == nil {
+		return
+	}
+	cfg := sink.KafkaConfig.GlueSchemaRegistryConfig
+	if r.glueUsed == nil {
+		upstream := os.Getenv("TICDC_GOLDENS_GLUE")
+		if upstream == "" {
+			t.Fatal("set TICDC_GOLDENS_GLUE to a Glue API's URL (moto_server -p <port>) for the Glue configurations")
+		}
+		g := &glueRecorder{upstreamURL: strings.TrimRight(upstream, "/")}
+		g.upstream = glue.New(glue.Options{Region: cfg.Region, BaseEndpoint: aws.String(g.upstreamURL),
+			Credentials: credentials.NewStaticCredentialsProvider("goldens", "goldens", "")})
+		g.server = httptest.NewServer(g)
+		r.glueUsed = g
+	}
+	for name, value := range map[string]string{
+		"AWS_ENDPOINT_URL_GLUE": r.glueUsed.server.URL, "AWS_REGION": cfg.Region,
+		"AWS_ACCESS_KEY_ID": "goldens", "AWS_SECRET_ACCESS_KEY": "goldens", "AWS_EC2_METADATA_DISABLED": "true",
+		"AWS_CONFIG_FILE": os.DevNull, "AWS_SHARED_CREDENTIALS_FILE": os.DevNull,
+	} {
+		t.Setenv(name, value)
+	}
+	r.glue = r.glueUsed
+	r.glue.config = cfg
+}
+
+func (r *registry) closeGlue() {
+	if r.glueUsed != nil {
+		r.glueUsed.server.Close()
+	}
+}
+
+// reset makes the registry anew in the Glue API, without schemas, and forgets what was recorded.
+func (g *glueRecorder) reset() {
+	ctx := context.Background()
+	id := &glueTypes.RegistryId{RegistryName: aws.String(g.config.RegistryName)}
+	if _, err := g.upstream.DeleteRegistry(ctx, &glue.DeleteRegistryInput{RegistryId: id}); err != nil &&
+		!strings.Contains(err.Error(), "EntityNotFoundException") {
+		panic(err)
+	}
+	if _, err := g.upstream.CreateRegistry(ctx,
+		&glue.CreateRegistryInput{RegistryName: aws.String(g.config.RegistryName)}); err != nil {
+		panic(err)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.golden = &glueGolden{Calls: []string{}, Schemas: map[string]*glueSchema{}}
+	g.definitions = map[string]string{}
+}
+
+// ServeHTTP passes a request of TiCDC's to the Glue API, and records it with the answer.
+func (g *glueRecorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	body, err := io.ReadAll(req.Body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	out, err := http.NewRequest(req.Method, g.upstreamURL+req.URL.RequestURI(), bytes.NewReader(body))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	out.Header = req.Header.Clone()
+	out.Header.Del("Accept-Encoding") // the answer is read here, so it comes plain
+	resp, err := http.DefaultClient.Do(out)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	defer resp.Body.Close()
+	answer, err := io.ReadAll(resp.Body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	g.record(strings.TrimPrefix(req.Header.Get("X-Amz-Target"), "AWSGlue."), body, answer)
+	for name, values := range resp.Header {
+		w.Header()[name] = values
+	}
+	w.WriteHeader(resp.StatusCode)
+	_, _ = w.Write(answer)
+}
+
+func (g *glueRecorder) record(operation string, request, answer []byte) {
+	var asked struct {
+		SchemaName       string
+		SchemaId         struct{ SchemaName string }
+		DataFormat       string
+		Compatibility    string
+		SchemaDefinition string
+	}
+	var answered struct{ SchemaVersionId string }
+	_ = json.Unmarshal(request, &asked)
+	_ = json.Unmarshal(answer, &answered)
+	name := asked.SchemaName + asked.SchemaId.SchemaName
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.golden.Calls = append(g.golden.Calls, strings.TrimSpace(operation+" "+name))
+	switch operation {
+	case "CreateSchema":
+		g.golden.Schemas[name] = &glueSchema{DataFormat: asked.DataFormat, Compatibility: asked.Compatibility}
+	case "RegisterSchemaVersion":
+	default:
+		return
+	}
+	if answered.SchemaVersionId == "" {
+		return // refused: the call shows it
+	}
+	g.definitions[name] = asked.SchemaDefinition
+	if schema := g.golden.Schemas[name]; schema != nil &&
+		!slices.Contains(schema.VersionIDs, answered.SchemaVersionId) {
+		schema.VersionIDs = append(schema.VersionIDs, answered.SchemaVersionId)
+	}
+}
+
+// snapshot is the schemas' latest definitions by name, and what was done to make them.
+func (g *glueRecorder) snapshot() (map[string]string, *glueGolden) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.golden.Calls) == 0 {
+		return nil, nil
+	}
+	return maps.Clone(g.definitions), g.golden
 }
