@@ -301,6 +301,6 @@ def test_spark_reads_back_what_the_sink_wrote_through_glue(spark, broker, topic,
     read = {k: v for k, v in read_options(broker, topic, under_test, extra).items() if v is not None}
     rows = [row.asDict(recursive=True) for row in spark.read.format("ticdc").options(**read).load()
             .orderBy("_commit_ts").collect()]
-    assert changes_of(rows) == collected(expected_rows(under_test))
+    assert changes_of(rows) == collected(expected_rows(under_test, extra))
     assert set(glue_registry.schemas()) == {f"{under_test.kafka_topic(topic)}-key",
                                             f"{under_test.kafka_topic(topic)}-value"}
