@@ -81,7 +81,7 @@ def spark_type(mysql_type: str) -> tuple[T.DataType, object]:
         width = int(re.search(r"\((\d+)\)", t).group(1))
         # BIT(64)'s values do not all fit a long: they arrive as their bytes, big-endian.
         return (T.BinaryType(), lambda text: int(text).to_bytes(8, "big")) if width == 64 else (T.LongType(), int)
-    if base in ("tinyint", "smallint", "mediumint", "int", "bigint"):
+    if base in ("tinyint", "smallint", "mediumint", "int", "bigint", "boolean"):
         return T.LongType(), int
     if base == "year":
         return T.IntegerType(), int
@@ -103,11 +103,12 @@ def spark_type(mysql_type: str) -> tuple[T.DataType, object]:
 
 
 def _columns(case: dict) -> list[tuple[str, str, T.DataType, bool]]:
-    """(name, MySQL type, Spark type, nullable) of a table's columns; NOT NULL goes to the Spark field."""
+    """(name, MySQL type with its DEFAULT clause, Spark type, nullable) of a table's columns; NOT NULL goes to the
+    Spark field, the rest to ``column-types`` as the user writes it."""
     out = []
     for name, declared in case["columns"]:
-        not_null = declared.upper().endswith(" NOT NULL")
-        mysql_type = declared[:-len(" NOT NULL")] if not_null else declared
+        not_null = " NOT NULL" in declared.upper()
+        mysql_type = re.sub(r" NOT NULL\b", "", declared, flags=re.IGNORECASE)
         out.append((name, mysql_type, spark_type(mysql_type)[0], not not_null and name != case.get("primary_key")))
     return out
 
