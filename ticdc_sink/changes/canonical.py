@@ -17,13 +17,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import ContractError
-from ..table.mysql_types import INTEGER_KINDS, STRING_KINDS
+from ..table.mysql_types import INTEGER_KINDS, STRING_KINDS, MySQLType
 from ..table.schema import Column, TableSchema
 from ..table.value_text import string_scalar
 from .tidb_json import InvalidJSON, json_column
 
 
-class _BadValue(Exception):
+class BadValue(Exception):
+    """A value its type cannot hold: the row, the value and why."""
+
     def __init__(self, row: int, value, problem: str):
         super().__init__(problem)
         self.row, self.value, self.problem = row, value, problem
@@ -50,7 +52,7 @@ def _canonical(values: pa.Array, column: Column, label: str, describe_row: Calla
         values = values.combine_chunks()
     try:
         return canonical_values(values, column, time_zone)
-    except _BadValue as bad:
+    except BadValue as bad:
         raise ContractError(label, bad.value, describe_row(bad.row), bad.problem) from None
 
 
@@ -68,8 +70,12 @@ def _first_true(mask: pa.Array) -> int | None:
 
 
 def canonical_values(values: pa.Array, column: Column, time_zone: str) -> pa.Array:
-    """Convert one input column to the canonical form of its MySQL type (raises _BadValue)."""
-    t = column.type
+    """Convert one input column to the canonical form of its MySQL type (raises BadValue)."""
+    return canonical_type_values(values, column.type, time_zone)
+
+
+def canonical_type_values(values: pa.Array, t: MySQLType, time_zone: str) -> pa.Array:
+    """Values of MySQL type ``t`` in canonical form (raises BadValue): a column's, or a column's DEFAULT."""
     kind = t.kind
     if pa.types.is_string(values.type) or pa.types.is_large_string(values.type):
         _check_utf8(values)
@@ -87,7 +93,7 @@ def canonical_values(values: pa.Array, column: Column, time_zone: str) -> pa.Arr
             return values.cast(target)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             row, value = _first_failing(values, lambda v: _fits_decimal(v, t.length, t.decimals))
-            raise _BadValue(row, value, f"does not fit DECIMAL({t.length},{t.decimals})")
+            raise BadValue(row, value, f"does not fit DECIMAL({t.length},{t.decimals})")
     if kind == "bit":
         return _bits(values, t.length)
     if kind == "enum":
@@ -109,22 +115,22 @@ def canonical_values(values: pa.Array, column: Column, time_zone: str) -> pa.Arr
                 values = values.cast(pa.string())
             except pa.ArrowInvalid:
                 row, value = _first_failing(values, _is_utf8)
-                raise _BadValue(row, value, f"{t.short_name} needs UTF-8 text; declare it BINARY/VARBINARY/BLOB")
+                raise BadValue(row, value, f"{t.short_name} needs UTF-8 text; declare it BINARY/VARBINARY/BLOB")
         # TiDB drops CHAR's trailing spaces when it reads a value.
         return pc.utf8_rtrim(values, " ") if kind == "char" else values
     if kind == "json":
         try:
             return json_column(values)
         except InvalidJSON as e:
-            raise _BadValue(e.row, e.document, e.problem) from None
-    raise _BadValue(0, None, f"unsupported MySQL type {t.full_name}")
+            raise BadValue(e.row, e.document, e.problem) from None
+    raise BadValue(0, None, f"unsupported MySQL type {t.full_name}")
 
 
 def _pad_binary(values: pa.Array, length: int) -> pa.Array:
     """BINARY(n) holds exactly n bytes: TiDB pads shorter values with 0x00."""
     too_long = _first_true(pc.greater(pc.binary_length(values), length))
     if too_long is not None:
-        raise _BadValue(too_long, values[too_long].as_py(), f"is longer than BINARY({length})")
+        raise BadValue(too_long, values[too_long].as_py(), f"is longer than BINARY({length})")
     if not pc.any(pc.less(pc.binary_length(values), length)).as_py():
         return values
     return pa.array([None if v is None else v.ljust(length, b"\0") for v in values.to_pylist()], pa.binary())
@@ -136,7 +142,7 @@ def _check_utf8(values: pa.Array) -> None:
         values.validate(full=True)
     except pa.ArrowInvalid:
         row, value = _first_failing(values.cast(pa.binary()), _is_utf8)
-        raise _BadValue(row, value, "is not valid UTF-8 text") from None
+        raise BadValue(row, value, "is not valid UTF-8 text") from None
 
 
 def _is_utf8(b: bytes) -> bool:
@@ -163,19 +169,19 @@ def _integers(values: pa.Array, t) -> pa.Array:
             values = values.cast(target)
         except pa.ArrowInvalid:
             row, value = _first_failing(values, lambda v: low <= v <= high and v == int(v))
-            raise _BadValue(row, value, out_of_range)
+            raise BadValue(row, value, out_of_range)
     elif t.unsigned:
         negative = _first_true(pc.less(values, 0))
         if negative is not None:
-            raise _BadValue(negative, values[negative].as_py(), out_of_range)
+            raise BadValue(negative, values[negative].as_py(), out_of_range)
     values = values.cast(target)
     bad = _first_true(pc.or_(pc.less(values, pa.scalar(low, target)), pc.greater(values, pa.scalar(high, target))))
     if bad is not None:
-        raise _BadValue(bad, values[bad].as_py(), out_of_range)
+        raise BadValue(bad, values[bad].as_py(), out_of_range)
     if t.kind == "year":
         bad = _first_true(pc.and_(pc.greater(values, 0), pc.less(values, 1901)))
         if bad is not None:
-            raise _BadValue(bad, values[bad].as_py(), "a YEAR is 0 or 1901..2155")
+            raise BadValue(bad, values[bad].as_py(), "a YEAR is 0 or 1901..2155")
     return values
 
 
@@ -185,7 +191,7 @@ def _bits(values: pa.Array, width: int) -> pa.Array:
         numbers = [None if v is None else int.from_bytes(v, "big") for v in values.to_pylist()]
         for i, v in enumerate(numbers):
             if v is not None and v > limit:
-                raise _BadValue(i, values[i].as_py(), f"has more than {width} bits for BIT({width})")
+                raise BadValue(i, values[i].as_py(), f"has more than {width} bits for BIT({width})")
         return pa.array(numbers, pa.uint64())
     if pa.types.is_boolean(values.type):
         return values.cast(pa.uint64())
@@ -201,15 +207,15 @@ def _unsigned_within(values: pa.Array, limit: int, problem: str) -> pa.Array:
     if not pa.types.is_unsigned_integer(values.type):
         negative = _first_true(pc.less(values, 0))
         if negative is not None:
-            raise _BadValue(negative, values[negative].as_py(), problem)
+            raise BadValue(negative, values[negative].as_py(), problem)
     try:
         unsigned = values.cast(pa.uint64())
     except pa.ArrowInvalid:
         row, value = _first_failing(values, lambda v: v == int(v) and 0 <= v <= limit)
-        raise _BadValue(row, value, problem)
+        raise BadValue(row, value, problem)
     bad = _first_true(pc.greater(unsigned, pa.scalar(limit, pa.uint64())))
     if bad is not None:
-        raise _BadValue(bad, values[bad].as_py(), problem)
+        raise BadValue(bad, values[bad].as_py(), problem)
     return unsigned
 
 
@@ -228,7 +234,7 @@ def _enum(values: pa.Array, elements: tuple[str, ...]) -> pa.Array:
     empty = pc.and_(pc.equal(values, string_scalar("")), pa.scalar("" not in elements, pa.bool_()))
     bad = _first_true(pc.and_(pc.is_null(found), pc.and_(pc.is_valid(values), pc.invert(empty))))
     if bad is not None:
-        raise _BadValue(bad, values[bad].as_py(), f"is not a member of ENUM{elements}")
+        raise BadValue(bad, values[bad].as_py(), f"is not a member of ENUM{elements}")
     index = pc.add(found.cast(pa.uint64()), pa.scalar(1, pa.uint64()))
     return pc.if_else(empty, pa.scalar(0, pa.uint64()), index)
 
@@ -245,7 +251,7 @@ def _set(values: pa.Array, elements: tuple[str, ...]) -> pa.Array:
     if bad_member is not None:
         parents = pc.list_parent_indices(members).to_numpy()
         row = int(parents[bad_member])
-        raise _BadValue(row, values[row].as_py(), f"{flat[bad_member].as_py()!r} is not a member of SET{elements}")
+        raise BadValue(row, values[row].as_py(), f"{flat[bad_member].as_py()!r} is not a member of SET{elements}")
     bits = np.where(found.is_null().to_numpy(zero_copy_only=False), 0,
                     np.left_shift(np.uint64(1), pc.fill_null(found, 0).to_numpy().astype(np.uint64)))
     offsets = members.offsets.to_numpy()
@@ -293,7 +299,7 @@ def _duration(values: pa.Array, fsp: int) -> pa.Array:
     parts = pc.extract_regex(values, _TIME)
     bad = _first_true(pc.and_(pc.is_valid(values), pc.is_null(parts)))
     if bad is not None:
-        raise _BadValue(bad, values[bad].as_py(), "a TIME is [-]hh:mm:ss[.ffffff]")
+        raise BadValue(bad, values[bad].as_py(), "a TIME is [-]hh:mm:ss[.ffffff]")
 
     def number(name):
         return pc.fill_null(pc.struct_field(parts, name), string_scalar("0")).to_numpy(zero_copy_only=False)
@@ -308,7 +314,7 @@ def _duration(values: pa.Array, fsp: int) -> pa.Array:
     bad_rows = bad_rows[~mask[bad_rows]]
     if len(bad_rows):
         row = int(bad_rows[0])
-        raise _BadValue(row, values[row].as_py(), "a TIME is within -838:59:59..838:59:59 with minutes and "
+        raise BadValue(row, values[row].as_py(), "a TIME is within -838:59:59..838:59:59 with minutes and "
                                                    "seconds under 60")
     negative = pc.fill_null(pc.equal(pc.struct_field(parts, "sign"), string_scalar("-")), False)
     negative = negative.to_numpy(zero_copy_only=False)

@@ -17,7 +17,8 @@ from ..errors import ConfigError
 from .mysql_types import (DEFAULT_VARCHAR_LENGTH, FLAG_BINARY, FLAG_HANDLE_KEY, FLAG_MULTIPLE_KEY, FLAG_NULLABLE,
                           FLAG_PRIMARY_KEY, FLAG_UNIQUE_KEY, FLAG_UNSIGNED, INTEGER_KINDS, STRING_KINDS, MySQLType,
                           with_defaults)
-from .type_grammar import TypeSyntaxError, parse_mysql_type, split_column_types
+from .column_default import InvalidDefault, stored_default
+from .type_grammar import DefaultLiteral, TypeSyntaxError, parse_mysql_type, split_column_types, split_default
 
 
 def default_mysql_type(spark_type) -> MySQLType:
@@ -106,6 +107,8 @@ class Column:
     unique_key: bool = False
     multiple_key: bool = False
     handle_key: bool = False
+    # The DEFAULT as TiDB stores it (column_default.py); None without one or for DEFAULT NULL.
+    default: str | None = None
 
     @property
     def flag(self) -> int:
@@ -241,7 +244,8 @@ def build_table_schema(
 
     ``table_fields`` are the ``StructField``s of the table columns, in order.
     Types come from ``column-types``, then the field's ``mysql_type`` metadata,
-    then the Spark defaults. Keys follow TiCDC: every member of the primary key
+    then the Spark defaults; a DEFAULT clause after a declared type is the
+    column's default (``column_default.py``). Keys follow TiCDC: every member of the primary key
     gets PrimaryKey, of a unique key UniqueKey, multi-column keys MultipleKey;
     the handle is the primary key, else the unique key with fewest columns whose
     columns are all NOT NULL, else (no handle in TiDB terms) every column.
@@ -256,6 +260,7 @@ def build_table_schema(
         return real
 
     overrides: dict[str, MySQLType] = {}
+    defaults: dict[str, tuple[str, DefaultLiteral]] = {}  # column -> (option or metadata, literal)
     if column_types:
         try:
             pairs = split_column_types(column_types)
@@ -264,9 +269,12 @@ def build_table_schema(
         for col, type_text in pairs:
             real = resolve("column-types", column_types, col)
             try:
+                type_text, literal = split_default(type_text)
                 overrides[real] = parse_mysql_type(type_text)
             except TypeSyntaxError as e:
                 raise ConfigError("column-types", column_types, f"column {real!r}: {e}") from None
+            if literal is not None:
+                defaults[real] = ("column-types", literal)
 
     types: dict[str, MySQLType] = {}
     for f in table_fields:
@@ -276,9 +284,12 @@ def build_table_schema(
         elif f.metadata and "mysql_type" in f.metadata:
             source = f"metadata 'mysql_type' of column {f.name!r}"
             try:
-                t = parse_mysql_type(str(f.metadata["mysql_type"]))
+                type_text, literal = split_default(str(f.metadata["mysql_type"]))
+                t = parse_mysql_type(type_text)
             except TypeSyntaxError as e:
                 raise ConfigError(source, f.metadata["mysql_type"], str(e)) from None
+            if literal is not None:
+                defaults[f.name] = (source, literal)
         else:
             try:
                 types[f.name] = default_mysql_type(f.dataType)
@@ -320,6 +331,14 @@ def build_table_schema(
             handle = min(candidates, key=lambda i: len(i.columns))  # ties: first declared
     handle_names = set(handle.columns) if handle else set()
 
+    stored: dict[str, str | None] = {}
+    for name, (source, literal) in defaults.items():
+        try:
+            stored[name] = stored_default(literal, types[name], nullable[name])
+        except InvalidDefault as e:
+            value = column_types if source == "column-types" else literal.text
+            raise ConfigError(source, value, f"column {name!r}: invalid default value {literal.text}: {e}") from None
+
     columns = []
     for f in table_fields:
         in_pk = bool(primary and f.name in primary.columns)
@@ -335,6 +354,7 @@ def build_table_schema(
                 unique_key=in_uk,
                 multiple_key=multiple,
                 handle_key=f.name in handle_names,
+                default=stored.get(f.name),
             )
         )
     return TableSchema(tuple(columns), tuple(indexes), keyless=handle is None)

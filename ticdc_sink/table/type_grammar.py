@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import re
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
-from ..ddl.sql_split import split_top_level
+from ..ddl.sql_split import outside_quotes, split_top_level
 from .mysql_types import INTEGER_KINDS, KIND_NAMES, STRING_KINDS, MySQLType, with_defaults
 
 # Names the grammar accepts that are another kind, maybe with the binary charset.
@@ -206,7 +206,65 @@ def _unescape_literal(body: str) -> str:
 
 def declared_types(text: str | None) -> dict[str, MySQLType]:
     """The types the ``column-types`` option declares, by column name."""
-    return {name: parse_mysql_type(type_text) for name, type_text in split_column_types(text or "")}
+    return {name: parse_mysql_type(split_default(type_text)[0]) for name, type_text in split_column_types(text or "")}
+
+
+@dataclass(frozen=True)
+class DefaultLiteral:
+    """A DEFAULT clause's literal as written: ``kind`` is ``number`` (``value`` its text), ``string`` (its
+    value), ``bits`` (``b'..'``, ``x'..'``, ``0x..``: its bytes), ``now`` (CURRENT_TIMESTAMP and its synonyms:
+    the fsp) or ``null``.  ``text`` is the clause as written, for errors."""
+
+    kind: str
+    value: object
+    text: str
+
+
+_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:e[+-]?\d+)?", re.IGNORECASE)
+_STRING = re.compile(r"'((?:[^'\\]|\\.|'')*)'", re.S)
+_BIT_STRING = re.compile(r"b'([01]*)'|0b([01]+)", re.IGNORECASE)
+_HEX_STRING = re.compile(r"x'((?:[0-9a-f]{2})*)'|0x([0-9a-f]+)", re.IGNORECASE)
+_NOW = re.compile(r"(?:current_timestamp|now|localtime|localtimestamp)(?:\s*\(\s*(\d*)\s*\))?", re.IGNORECASE)
+
+
+def split_default(text: str) -> tuple[str, DefaultLiteral | None]:
+    """Split ``"VARCHAR(20) DEFAULT 'x'"`` into the type's text and its DEFAULT literal (None without a clause)."""
+    def word_at(i: int) -> bool:
+        return text[i:i + 7].lower() == "default" and not _word_char(text[i - 1:i]) and not _word_char(text[i + 7:i + 8])
+
+    at = next((i for i, _, depth in outside_quotes(text) if depth == 0 and word_at(i)), None)
+    if at is None:
+        return text, None
+    return text[:at].strip(), parse_default(text[at + len("default"):].strip())
+
+
+def _word_char(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"
+
+
+def parse_default(text: str) -> DefaultLiteral:
+    """A DEFAULT clause's literal (what follows the keyword); a lone ``(expression)`` is refused."""
+    def whole(pattern: re.Pattern):
+        return pattern.fullmatch(text)
+
+    if text.upper() == "NULL":
+        return DefaultLiteral("null", None, text)
+    if text.upper() in ("TRUE", "FALSE"):
+        return DefaultLiteral("number", "1" if text.upper() == "TRUE" else "0", text)
+    if m := whole(_NUMBER):
+        return DefaultLiteral("number", m.group(0), text)
+    if m := whole(_STRING):
+        return DefaultLiteral("string", _unescape_literal(m.group(1)), text)
+    if m := whole(_BIT_STRING):
+        digits = m.group(1) if m.group(1) is not None else m.group(2)
+        return DefaultLiteral("bits", int(digits or "0", 2).to_bytes((len(digits) + 7) // 8, "big"), text)
+    if m := whole(_HEX_STRING):
+        digits = m.group(1) if m.group(1) is not None else m.group(2)
+        return DefaultLiteral("bits", bytes.fromhex(digits.rjust(len(digits) + len(digits) % 2, "0")), text)
+    if m := whole(_NOW):
+        return DefaultLiteral("now", int(m.group(1) or 0), text)
+    raise TypeSyntaxError(f"DEFAULT {text!r} is not a literal: write a number, a quoted string, NULL, TRUE, FALSE, "
+                          "b'..', x'..' or CURRENT_TIMESTAMP")
 
 
 def split_column_types(text: str) -> list[tuple[str, str]]:

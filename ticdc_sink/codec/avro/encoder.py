@@ -40,9 +40,10 @@ from ...table.value_text import decimal_text, enum_names, set_names, value_text
 from ...tso import TSO_LOGICAL_BITS
 from ..base import Encoder
 from ..shared.assembly import row_messages
-from ..shared.avro_binary import concat, decimal_bytes, fixed_width, length_prefixed, nullable, unsigned_bytes, varints
+from ..shared.avro_binary import (concat, decimal_bytes, fixed_width, length_prefixed, null_last, nullable,
+                                  unsigned_bytes, varints)
 from ..shared.schema_registry import UsesSchemaRegistry, check_client_settings, subject
-from .schema import column_field, record, schema_text, value_record
+from .schema import column_field, null_comes_last, record, schema_text, value_record
 
 log = logging.getLogger(__name__)
 
@@ -204,7 +205,9 @@ def _headers(headers: list[bytes], routing: Routing) -> pa.Array | pa.Scalar:
 def column_binary(values: pa.Array, column: Column, config: SinkConfig) -> pa.Array:
     """The Avro encoding of each row's value of a column, as its field (union for a nullable column)."""
     encoded = _value_binary(values, column, config)
-    return nullable(encoded, values.is_null()) if column.nullable else encoded
+    if not column.nullable:
+        return encoded
+    return (null_last if null_comes_last(column, config) else nullable)(encoded, values.is_null())
 
 
 def _value_binary(values: pa.Array, column: Column, config: SinkConfig) -> pa.Array:

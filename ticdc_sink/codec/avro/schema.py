@@ -10,8 +10,11 @@ alphabetical order) and its escapes (``<``, ``>``, ``&``).
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import Any
+
+import numpy as np
 
 from ...config.sink import SinkConfig
 from ...table.schema import Column
@@ -68,11 +71,49 @@ def column_type(column: Column, config: SinkConfig) -> dict[str, Any]:
 
 
 def column_field(column: Column, config: SinkConfig) -> dict[str, Any]:
-    """A record field: ``["null", T]`` with a null default for a nullable column."""
+    """A record field: ``["null", T]`` with a null default for a nullable column; a column with a DEFAULT
+    has it as the field's default, a nullable one as ``[T, "null"]`` (Avro takes a union's default from its
+    first branch).  TiCDC gives a logical type (a precise DECIMAL) no default (``columns2AvroSchema``)."""
     name = sanitize_name(column.name)
+    avro_type = column_type(column, config)
+    default = _field_default(column, avro_type, config)
     if column.nullable:
-        return {"default": None, "name": name, "type": ["null", column_type(column, config)]}
-    return {"name": name, "type": column_type(column, config)}
+        if default is None:
+            return {"default": None, "name": name, "type": ["null", avro_type]}
+        return {"default": default, "name": name, "type": [avro_type, "null"]}
+    if default is None:
+        return {"name": name, "type": avro_type}
+    return {"default": default, "name": name, "type": avro_type}
+
+
+def null_comes_last(column: Column, config: SinkConfig) -> bool:
+    """Whether the column's field is the union ``[T, "null"]``: nullable, with a default."""
+    return column.nullable and _field_default(column, column_type(column, config), config) is not None
+
+
+def _field_default(column: Column, avro_type: dict[str, Any], config: SinkConfig) -> Any:
+    return None if "logicalType" in avro_type else _default_value(column, config)
+
+
+def _default_value(column: Column, config: SinkConfig) -> Any:
+    """The column's stored DEFAULT as an Avro default of its field's type (TiCDC ``getDefaultValue``): a
+    number for the integer, float and YEAR types, base64 text for bytes (Go's JSON of ``[]byte``), else text."""
+    text, t = column.default, column.type
+    if text is None:
+        return None
+    if t.kind == "bit":
+        return base64.b64encode(text.encode("latin-1")).decode()
+    if t.is_integer or t.kind == "year":
+        if t.kind == "bigint" and t.unsigned:
+            if config.protocol_options.avro_bigint_unsigned_handling_mode == "string":
+                return text
+            return int(text) - 2**64 if int(text) >= 2**63 else int(text)
+        return int(text)
+    if t.kind in ("float", "double"):
+        return float(np.float32(text)) if t.kind == "float" else float(text)
+    if t.is_string and t.binary:
+        return base64.b64encode(text.encode()).decode()
+    return text
 
 
 def record(table: str, database: str, fields: list[dict[str, Any]], config: SinkConfig) -> dict[str, Any]:

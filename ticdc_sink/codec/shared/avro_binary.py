@@ -138,5 +138,11 @@ def nullable(encoded: pa.Array, is_null: pa.Array, branch: int = 1) -> pa.Array:
     return pc.if_else(is_null, _NULL_BRANCH, present)
 
 
+def null_last(encoded: pa.Array, is_null: pa.Array) -> pa.Array:
+    """A ``[T, "null"]`` union (a field with a non-null default): branch 0 and the value, or branch 1 for a null."""
+    present = pc.binary_join_element_wise(_union_branch(0), encoded, _NO_BYTES)
+    return pc.if_else(is_null, _VALUE_BRANCH, present)
+
+
 def _union_branch(index: int) -> pa.Scalar:
     return _VALUE_BRANCH if index == 1 else pa.scalar(long_bytes(index), pa.binary())

@@ -178,7 +178,7 @@ def _column(c: ColumnInfo) -> dict:
                  "decimal": c.decimals if c.mysql_type in _SCALED_TYPES else None,
                  "elements": list(c.elements) if c.mysql_type in ("enum", "set") else None,
                  "unsigned": c.unsigned if flagged else None, "zerofill": c.zerofill if flagged else None}
-    return {"name": c.name, "dataType": data_type, "nullable": c.nullable, "default": None}
+    return {"name": c.name, "dataType": data_type, "nullable": c.nullable, "default": c.default}
 
 
 def _message(message_type: str, record: str, payload: dict) -> bytes:

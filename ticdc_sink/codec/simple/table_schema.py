@@ -5,7 +5,7 @@ and Index definitions; TiCDC ``pkg/sink/codec/simple/message.go`` ``newTableSche
 so it takes what TiDB would store from the column model: TiDB's short type name,
 its Flen, the scale or fsp, the members, the unsigned and zerofill flags (BIT and
 YEAR are always unsigned, YEAR zerofill), utf8mb4 for text and ``binary``
-otherwise, and no defaults.  A primary key of one integer column is the row
+otherwise, and the column's DEFAULT as TiDB stores it.  A primary key of one integer column is the row
 handle in TiDB: it is not among the indexes and TiCDC appends it as
 ``primary``; any other primary key is the index ``PRIMARY``.
 
@@ -25,6 +25,7 @@ import zlib
 from dataclasses import dataclass
 
 from ...config.sink import SinkConfig
+from ...table.column_default import bit_default_number
 from ...table.mysql_types import TABLE_CHARSET, TABLE_COLLATION
 from ...table.schema import TableSchema
 from ..shared.json_text import GO_JSON, quote_json
@@ -43,6 +44,16 @@ class ColumnInfo:
     zerofill: bool
     nullable: bool
     has_scale: bool  # FLOAT/DOUBLE keep a scale TiCDC never writes; DECIMAL and the fractional types write it
+    default: str | None = None  # TiDB's stored text (table/column_default.py)
+
+    @property
+    def json_default(self) -> str:
+        """``default`` as TiCDC's JSON writes it: a string, but a BIT's as its number (``newColumnSchema``)."""
+        if self.default is None:
+            return "null"
+        if self.mysql_type == "bit":
+            return str(bit_default_number(self.default))
+        return quote_json(self.default, GO_JSON)
 
 
 @dataclass(frozen=True)
@@ -95,7 +106,7 @@ def _column_info(column) -> ColumnInfo:
         charset="binary" if binary else TABLE_CHARSET, collate="binary" if binary else TABLE_COLLATION,
         length=t.flen, decimals=t.decimals or 0, elements=t.elements,
         unsigned=t.unsigned or t.kind in ("bit", "year"), zerofill=t.zerofill or t.kind == "year",
-        nullable=column.nullable, has_scale=t.kind not in ("float", "double"),
+        nullable=column.nullable, has_scale=t.kind not in ("float", "double"), default=column.default,
     )
 
 
@@ -130,7 +141,7 @@ def _column_json(c: ColumnInfo) -> str:
     if c.zerofill:
         data_type += ',"zerofill":true'
     nullable = "true" if c.nullable else "false"
-    return f'{{"name":{quote_json(c.name, GO_JSON)},"dataType":{{{data_type}}},"nullable":{nullable},"default":null}}'
+    return f'{{"name":{quote_json(c.name, GO_JSON)},"dataType":{{{data_type}}},"nullable":{nullable},"default":{c.json_default}}}'
 
 
 def _index_json(i: IndexInfo) -> str:
