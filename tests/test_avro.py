@@ -27,6 +27,7 @@ from ticdc_sink.changes.dispatch import Routing
 from ticdc_sink.codec import check_services, decoder_for, encoder_for, open_encoder
 from ticdc_sink.codec.avro.encoder import column_binary
 from ticdc_sink.codec.shared.schema_registry import SchemaRegistryFailure, client_settings, subject
+from ticdc_sink.ddl.statements import DDLChange
 from ticdc_sink.embedded.schema_registry import SchemaRegistryDouble
 from ticdc_sink.errors import ConfigError, ContractError
 
@@ -483,3 +484,35 @@ def test_a_missing_tls_file_is_named(schema_registry):
     with pytest.raises(ConfigError, match=r"cannot read its TLS files \(schema-registry.ssl.ca.location="
                                           r"/nowhere/ca.pem\)"):
         encode(TABLE, [], **avro_options(schema_registry, **{"schema-registry.ssl.ca.location": "/nowhere/ca.pem"}))
+
+
+# ---------------------------------------------------------------------------
+# avro-enable-watermark: TiCDC's test-only DDL, watermark and delete events (their bytes: test_ticdc_goldens.py)
+
+
+def test_avro_enable_watermarks_events_read_back_as_a_ddl_a_watermark_and_a_delete_with_its_commit_ts(
+        schema_registry):
+    options = avro_options(schema_registry, enable_tidb_extension="true", avro_enable_watermark="true")
+    rows = [{"_op": "INSERT", "_commit_ts": TS_INSERT, "id": 1, "name": "a"},
+            {"_op": "DELETE", "_commit_ts": TS_UPDATE, "id": 1, "name": "a"}]
+    config, encoder, messages = encode(TABLE, rows, **options)
+    assert messages[1][1] == b"\x03" + TS_UPDATE.to_bytes(8, "big")  # the delete: byte 3 and its commit ts
+    ddl = DDLChange("test", "t", "ALTER TABLE t ADD COLUMN <x> INT", TS_UPDATE + 1, "add column")
+    [ddl_value] = encoder.encode_ddl(ddl, "tidb_test_t").values.to_pylist()
+    assert ddl_value == (b'\x01{"query":"ALTER TABLE t ADD COLUMN \\u003cx\\u003e INT","type":5,"schema":"test",'
+                         b'"table":"t","commitTs":' + str(TS_UPDATE + 1).encode() + b"}")  # Go's json.Marshal
+    [watermark] = encoder.encode_watermark(TS_UPDATE + 2, ["tidb_test_t"]).values.to_pylist()
+    decoder = decoder_for(config)
+    assert decoder.carries_watermarks
+    events = [e for key, value in [*messages, (None, ddl_value), (None, watermark)] for e in decoder.decode(key, value)]
+    assert [(e.type, e.commit_ts, e.columns) for e in events[:2]] == \
+        [("INSERT", TS_INSERT, {"id": 1, "name": "a"}), ("DELETE", TS_UPDATE, {"id": 1})]
+    assert (events[2].query, events[2].type, events[2].commit_ts) == (ddl.query, 5, TS_UPDATE + 1)
+    assert events[3].ts == TS_UPDATE + 2
+
+
+def test_avro_enable_watermark_without_the_extension_is_passed_over_as_ticdc_does(schema_registry):
+    options = avro_options(schema_registry, avro_enable_watermark="true")
+    rows = [{"_op": "DELETE", "_commit_ts": TS_UPDATE, "id": 1, "name": "a"}]
+    _, encoder, [(_, value)] = encode(TABLE, rows, **options)
+    assert value is None and encoder.encode_watermark(1, ["t"]) is None  # a tombstone; no watermark

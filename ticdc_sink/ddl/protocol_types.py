@@ -1,12 +1,12 @@
-"""A DDL's type as a protocol names it: Canal's names (which Simple shares), and the one check of a
-``_ddl_type`` override that every protocol applies."""
+"""A DDL's type as a protocol names it: Canal's names (which Simple shares), TiDB's action codes (Open
+Protocol's and Avro's), and the one check of a ``_ddl_type`` override that every protocol applies."""
 
 from __future__ import annotations
 
 from typing import Callable, TypeVar
 
 from ..errors import ContractError
-from .statements import DDLChange
+from .statements import ACTION_CODES, DDLChange
 
 T = TypeVar("T")
 
@@ -63,3 +63,23 @@ def ddl_type(ddl: DDLChange, of_action: Callable[[str], T | None], lookup: Calla
 
 
 CANAL_TYPE_NAMES = named_types(CANAL_DDL_TYPES)  # the override lookup of Canal-JSON and Simple
+
+
+_UNKNOWN_ACTION = ("the statement's TiDB action is not recognised; give it in the DDL type column as TiDB's "
+                   "action code (e.g. 3) or name (e.g. 'create table')")
+_ACTION_BY_NAME = {name.replace(" ", ""): code for name, code in ACTION_CODES.items()}
+
+
+def _action_code(key: str) -> int | None:
+    """An override as TiDB's action code (``3``) or name (``create table``; spaces do not count: ``Shard RowID``)."""
+    return int(key) if key.isdigit() else _ACTION_BY_NAME.get(key.replace(" ", ""))
+
+
+def tidb_action_code(ddl: DDLChange, option: str) -> int:
+    """TiDB's action code of the DDL: the ``_ddl_type`` override (``option``; a code or an action name), else
+    classified; a statement whose action is not recognised fails the row (the protocols that carry codes have no
+    catch-all type)."""
+    code = ddl_type(ddl, ACTION_CODES.get, _action_code, option, _UNKNOWN_ACTION)
+    if code is None:
+        raise ContractError(option, ddl.type_override, f"DDL {ddl.query!r}", _UNKNOWN_ACTION)
+    return code

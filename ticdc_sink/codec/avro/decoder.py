@@ -6,6 +6,7 @@ import dataclasses
 import datetime as dt
 import io
 import json
+import struct
 from decimal import Decimal
 from typing import Any, Callable, Hashable
 
@@ -14,7 +15,7 @@ import fastavro
 from ...config.sink import SinkConfig
 from ...table.mysql_types import MySQLType
 from ...table.type_grammar import carried_type
-from ..base import Decoder, RowEvent
+from ..base import DDLEvent, Decoder, RowEvent, WatermarkEvent
 from ..shared.decoding import allowed_members, enum_index, set_bitmask, unsigned_64
 from ..shared.schema_registry import UsesSchemaRegistry
 from .schema import BEFORE_FIELD, EXTENSION_FIELDS
@@ -32,14 +33,26 @@ class AvroDecoder(UsesSchemaRegistry, Decoder):
     ``avro-include-before-value`` (a ``_ticdc_before`` field, which the
     schema shows: the reader needs no option) ``_tidb_op`` tells every
     operation, an update carries its old row and a delete is a value with
-    the whole deleted row.
+    the whole deleted row.  With ``avro-enable-watermark`` (TiCDC's test-only
+    events, which only the option tells apart from Glue's header) a value of
+    byte 1 is a DDL, of byte 2 a watermark, and of byte 3 a delete's commit ts.
     """
 
     def __init__(self, config: SinkConfig | None = None):
         super().__init__(config)
         self._readers: dict[Hashable, _Reader] = {}
 
-    def decode(self, key: bytes | None, value: bytes | None) -> list[RowEvent]:
+    @property
+    def carries_watermarks(self) -> bool:
+        return self._control_events
+
+    @property
+    def _control_events(self) -> bool:
+        return bool(self.options and self.options.enable_tidb_extension and self.options.avro_enable_watermark)
+
+    def decode(self, key: bytes | None, value: bytes | None) -> list[RowEvent | DDLEvent | WatermarkEvent]:
+        if value and self._control_events and _is_control_event(value):
+            return self._control_event(key, value)
         if value is None:
             if key is None:  # a keyless table's delete: nothing to read
                 return []
@@ -50,6 +63,19 @@ class AvroDecoder(UsesSchemaRegistry, Decoder):
         kind = _KINDS.get(others.get("_tidb_op"), "INSERT")
         old = others.get(BEFORE_FIELD) if kind == "UPDATE" else None
         return [reader.event(kind, columns, key_columns, others.get("_tidb_commit_ts"), old)]
+
+    def _control_event(self, key: bytes | None, value: bytes) -> list[RowEvent | DDLEvent | WatermarkEvent]:
+        """A DDL (byte 1, then JSON), a watermark (byte 2) or a delete (byte 3, then its commit ts)."""
+        if value[:1] == b"\x01":
+            ddl = json.loads(value[1:])
+            return [DDLEvent(ddl["schema"], ddl["table"], ddl["query"], ddl["type"], ddl["commitTs"])]
+        (ts,) = struct.unpack(">Q", value[1:9])
+        if value[:1] == b"\x02":
+            return [WatermarkEvent(ts)]
+        if key is None:  # a keyless table's delete: no row to name
+            return []
+        reader, columns, _ = self._read(key)
+        return [reader.event("DELETE", columns, columns, ts)]
 
     def _read(self, data: bytes) -> tuple["_Reader", dict[str, Any], dict[str, Any]]:
         schema_id, record_ = self.registry.split(data)
@@ -90,6 +116,13 @@ class _Reader:
 
 
 _KINDS = {"c": "INSERT", "u": "UPDATE", "d": "DELETE"}  # _tidb_op
+
+
+def _is_control_event(value: bytes) -> bool:
+    """TiCDC's test-only events (``pkg/sink/codec/avro/helper.go``: ddlByte, checkpointByte, deleteByte): byte 1 and
+    a JSON object, or byte 2 or 3 and a ts, 9 bytes; a Confluent message starts with 0, and Glue's header (byte 3)
+    is 18 bytes before its record."""
+    return value[:2] == b"\x01{" or (len(value) == 9 and value[:1] in (b"\x02", b"\x03"))
 # The value's fields that are no column: the TiDB extension's and the before-image.
 _NOT_COLUMNS = (*(f["name"] for f in EXTENSION_FIELDS), BEFORE_FIELD)
 

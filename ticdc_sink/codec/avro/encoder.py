@@ -14,7 +14,10 @@ a delete's deleted row, null for an insert) and ``_tidb_op`` (``c``/``u``/``d``)
 even without the extension, and a delete is a value like the others.  The
 schemas (``schema.py``) are registered under ``<topic>-key`` and
 ``<topic>-value``, so a topic carries one table.  Avro has no DDL or watermark
-events.
+events, but for TiCDC's own tests (``avro-enable-watermark`` with the
+extension): a DDL is byte 1 and a JSON document, a watermark byte 2 and the
+ts, and a delete without the before value byte 3 and its commit ts, each
+big-endian (TiCDC ``pkg/sink/codec/avro/encoder.go``, ``helper.go``).
 
 Records are built a column at a time (``shared/avro_binary.py``): each column
 becomes per-row Avro fragments and a record is their concatenation, as the JSON
@@ -24,6 +27,7 @@ protocols build their messages.
 from __future__ import annotations
 
 import logging
+import struct
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,8 +37,10 @@ import pyarrow.compute as pc
 from ...changes.contract import OP_DELETE, OP_UPDATE, ChangeBatch
 from ...changes.dispatch import Routing
 from ...config.sink import SinkConfig
+from ...ddl.protocol_types import tidb_action_code
+from ...ddl.statements import DDLChange
 from ...errors import ConfigError, ContractError
-from ...kafka.messages import Messages
+from ...kafka.messages import BROADCAST, Messages
 from ...table.schema import Column, TableSchema
 from ...table.value_text import decimal_text, enum_names, set_names, value_text
 from ...tso import TSO_LOGICAL_BITS
@@ -42,6 +48,7 @@ from ..base import Encoder
 from ..shared.assembly import row_messages
 from ..shared.avro_binary import (concat, decimal_bytes, fixed_width, length_prefixed, null_last, nullable,
                                   unsigned_bytes, varints)
+from ..shared.json_text import quote_json
 from ..shared.schema_registry import UsesSchemaRegistry, check_client_settings, subject
 from .schema import column_field, null_comes_last, record, schema_text, value_record
 
@@ -86,7 +93,9 @@ class AvroEncoder(UsesSchemaRegistry, Encoder):
         values = concat([_headers([s.value for s in schemas], routing), concat(body, n)], n)
         tombstones = (batch.ops == OP_DELETE) & (not include_before)  # else a delete is a value like the others
         if tombstones.any():
-            values = pc.if_else(pa.array(tombstones), pa.scalar(None, pa.binary()), values)
+            deleted = _marked(_DELETE_BYTE, batch.commit_ts) if self.options.avro_enable_watermark else \
+                pa.scalar(None, pa.binary())
+            values = pc.if_else(pa.array(tombstones), deleted, values)
         keys = None
         if self._key_columns:
             key_records = concat([fragments[c.name] for c in self._key_columns], n)
@@ -142,6 +151,25 @@ class AvroEncoder(UsesSchemaRegistry, Encoder):
         known = self._topics[topic] = _TopicSchemas(database, table, key, value)
         return known
 
+    # -- TiCDC's test-only control events (avro-enable-watermark)
+
+    def ddl_type(self, ddl: DDLChange) -> int | None:
+        return tidb_action_code(ddl, self.config.ddl_type_column) if self.options.avro_enable_watermark else None
+
+    def encode_ddl(self, ddl: DDLChange, topic: str) -> Messages | None:
+        """Byte 1 and the DDL as JSON, to every partition of the topic."""
+        if not self.options.avro_enable_watermark:
+            return None
+        document = (f'{{"query":{quote_json(ddl.query)},"type":{self.ddl_type(ddl)},'
+                    f'"schema":{quote_json(ddl.database)},"table":{quote_json(ddl.table)},"commitTs":{ddl.commit_ts}}}')
+        return Messages.one(topic, BROADCAST, None, _DDL_BYTE + document.encode())
+
+    def encode_watermark(self, ts: int, topics: list[str]) -> Messages | None:
+        """Byte 2 and the ts, to every partition of every topic."""
+        if not self.options.avro_enable_watermark:
+            return None
+        return Messages.to_every_partition(topics, None, _CHECKPOINT_BYTE + struct.pack(">Q", ts))
+
 
 @dataclass(frozen=True)
 class _TopicSchemas:
@@ -151,6 +179,19 @@ class _TopicSchemas:
     table: str
     key: bytes | None
     value: bytes
+
+
+# The first byte of TiCDC's test-only events (avro-enable-watermark); a Confluent message starts with 0.
+_DDL_BYTE, _CHECKPOINT_BYTE, _DELETE_BYTE = b"\x01", b"\x02", b"\x03"
+
+
+def _marked(mark: bytes, commit_ts: np.ndarray) -> pa.Array:
+    """``mark`` and each row's commit ts, big-endian: a delete as TiCDC's avro-enable-watermark sends it."""
+    raw = np.empty((len(commit_ts), 9), np.uint8)
+    raw[:, 0] = mark[0]
+    raw[:, 1:] = commit_ts.astype(">u8").view(np.uint8).reshape(-1, 8)
+    return pa.FixedSizeBinaryArray.from_buffers(pa.binary(9), len(commit_ts), [None, pa.py_buffer(raw.tobytes())]) \
+        .cast(pa.binary())
 
 
 def _operations(batch: ChangeBatch) -> pa.Array:

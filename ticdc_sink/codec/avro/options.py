@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 import re
 from dataclasses import dataclass, field
 
@@ -10,6 +12,7 @@ from ...errors import ConfigError
 from ..base import ProtocolOptions
 from ..shared.schema_registry import RegistryOptions
 
+log = logging.getLogger(__name__)
 _TOPIC_EXPRESSION = re.compile(r"^[A-Za-z0-9._\-]*\{schema\}[A-Za-z0-9._\-]*\{table\}[A-Za-z0-9._\-]*$")
 
 
@@ -22,6 +25,8 @@ class AvroOptions(RegistryOptions, ProtocolOptions):
     # Each value also carries the row before the change (_ticdc_before) and _tidb_op, and a DELETE is a value, not a
     # tombstone: without the TiDB extension, the only way a consumer tells an UPDATE from an INSERT and sees old rows.
     avro_include_before_value: bool = False
+    # TiCDC's test-only DDL, watermark and delete events (encoder.py), with enable-tidb-extension only.
+    avro_enable_watermark: bool = False
 
     def resolve(self, config: SinkConfig, *, reading: bool = False) -> "AvroOptions":
         """TiCDC's rules: a topic per table, since its subjects are the topic's; a registry to put them in."""
@@ -29,4 +34,7 @@ class AvroOptions(RegistryOptions, ProtocolOptions):
             raise ConfigError("topic", config.topic,
                               "the avro protocol needs a topic expression with {schema} and {table}")
         self.check_registry("Avro")
+        if self.avro_enable_watermark and not self.enable_tidb_extension:  # TiCDC passes it over silently
+            log.info("avro-enable-watermark is used with enable-tidb-extension only; passed over, as TiCDC does")
+            return dataclasses.replace(self, avro_enable_watermark=False)
         return self

@@ -22,9 +22,8 @@ import pyarrow.compute as pc
 from ...changes.contract import OP_DELETE, ChangeBatch
 from ...changes.dispatch import Routing
 from ...config.sink import SinkConfig
-from ...ddl.protocol_types import ddl_type
-from ...ddl.statements import ACTION_CODES, DDLChange
-from ...errors import ContractError
+from ...ddl.protocol_types import tidb_action_code
+from ...ddl.statements import DDLChange
 from ...kafka.messages import BROADCAST, Messages
 from ...table.schema import Column, TableSchema
 from ...table.value_text import float_json_numbers, join, string_scalar, value_text
@@ -133,12 +132,7 @@ class OpenProtocolEncoder(Encoder):
     # -- control events
 
     def ddl_type(self, ddl: DDLChange) -> int:
-        """TiDB's action code of the DDL: the ``_ddl_type`` override (a code or an action name), else classified."""
-        code = ddl_type(ddl, ACTION_CODES.get, _action_code, self.config.ddl_type_column, _UNKNOWN_ACTION)
-        if code is None:  # no override, and a statement whose action was not recognised
-            raise ContractError(self.config.ddl_type_column, ddl.type_override, f"DDL {ddl.query!r}",
-                                _UNKNOWN_ACTION)
-        return code
+        return tidb_action_code(ddl, self.config.ddl_type_column)
 
     def encode_ddl(self, ddl: DDLChange, topic: str) -> Messages:
         """One DDL event to every partition of the topic."""
@@ -152,16 +146,6 @@ class OpenProtocolEncoder(Encoder):
         """The resolved event to every partition of every topic."""
         key = frame([f'{{"ts":{ts},"t":{RESOLVED_EVENT}}}'.encode()])
         return Messages.to_every_partition(topics, key, _EMPTY_VALUE)
-
-
-_UNKNOWN_ACTION = ("the statement's TiDB action is not recognised; give it in the DDL type column as TiDB's "
-                   "action code (e.g. 3) or name (e.g. 'create table')")
-_ACTION_BY_NAME = {name.replace(" ", ""): code for name, code in ACTION_CODES.items()}
-
-
-def _action_code(key: str) -> int | None:
-    """An override as TiDB's action code (``3``) or name (``create table``; spaces do not count: ``Shard RowID``)."""
-    return int(key) if key.isdigit() else _ACTION_BY_NAME.get(key.replace(" ", ""))
 
 
 def _column_head(column: Column) -> str:
