@@ -150,3 +150,43 @@ def test_a_glue_section_ticdc_refuses_is_refused_in_its_words(tmp_path, toml, sa
     with pytest.raises(ConfigError) as info:
         parse(path, protocol="debezium-avro", topic="t")
     assert says in str(info.value) and "\n" not in str(info.value) and "file-secret" not in str(info.value)
+
+
+def test_a_changefeed_file_with_ticdcs_newer_settings_applies_as_it_is(tmp_path):
+    """TiCDC's settings the sink took on last (output-old-value, include-start-ts, routing rules, the codec's
+    before value and row key, Glue), in one file as a TiCDC user writes it: each lands on its option."""
+    path = tmp_path / "changefeed.toml"
+    path.write_text('''
+[sink]
+protocol = "debezium"
+[sink.open]
+output-old-value = false
+[sink.debezium]
+output-old-value = false
+include-start-ts = true
+[[sink.dispatchers]]
+matcher = ["shop.*"]
+topic = "tidb_{schema}_{table}"
+partition = "index-value"
+target-schema = "{schema}_copy"
+target-table = "{table}"
+[sink.kafka-config.codec-config]
+enable-tidb-extension = true
+avro-include-before-value = true
+output-row-key = true
+[sink.kafka-config.glue-schema-registry-config]
+registry-name = "ticdc"
+region = "us-east-1"
+''')
+    config = parse(path)
+    options = config.protocol_options
+    assert (options.debezium_output_old_value, options.debezium_include_start_ts, options.enable_tidb_extension) == \
+        (False, True, True)
+    assert (config.topic, config.partition, config.target_schema, config.target_table) == \
+        ("tidb_{schema}_{table}", "index-value", "{schema}_copy", "{table}")
+    # TiCDC refuses include-start-ts with another protocol, and so does the sink.
+    path.write_text(path.read_text().replace("include-start-ts = true\n", ""))
+    avro = parse(path, protocol="avro", **{"glue-schema-registry-endpoint": "http://127.0.0.1:9"}).protocol_options
+    assert (avro.avro_include_before_value, avro.glue_schema_registry_name, avro.glue_schema_registry_region) == \
+        (True, "ticdc", "us-east-1")
+    assert parse(path, protocol="open-protocol").protocol_options.open_output_old_value is False
