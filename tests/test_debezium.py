@@ -7,6 +7,7 @@ is compared too.
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import json
 from pathlib import Path
 
@@ -324,3 +325,79 @@ def test_exchange_partition_is_the_plain_tables_event_naming_the_partitioned_one
     with pytest.raises(ContractError, match="EXCHANGE PARTITION event names both tables"):
         debezium.check_ddl(DDLChange("test", "t", "ALTER TABLE pt EXCHANGE PARTITION p0", 1,
                                      "exchange table partition"))
+
+
+# -- DEFAULTs
+
+DEFAULTS = schema(("_op", T.StringType()), ("_commit_ts", T.LongType()), ("id", T.IntegerType(), False),
+                  ("n", T.LongType()), ("t", T.StringType()), ("ts", T.TimestampType()), ("d", T.DateType()),
+                  ("_before", T.StructType([T.StructField(c, t) for c, t in [
+                      ("id", T.IntegerType()), ("n", T.LongType()), ("t", T.StringType()),
+                      ("ts", T.TimestampType()), ("d", T.DateType())]])))
+DEFAULT_TYPES = ("n INT DEFAULT 5, t TIME DEFAULT '01:02:03', ts TIMESTAMP DEFAULT '2021-02-03 04:05:06', "
+                 "d DATE DEFAULT '2020-01-02'")
+A_DATE = dt.date(2001, 2, 3)
+
+
+def defaults_encoder(rows: list[dict], **options):
+    config, layout, changes, _ = build(DEFAULTS, rows, database="test", table="t", primary_key="id",
+                                       column_types=DEFAULT_TYPES, **options)
+    return DebeziumEncoder(configured(config, protocol="debezium"), layout.table, clock=lambda: CLOCK_MS), changes
+
+
+def test_a_null_of_a_column_with_a_default_is_written_as_ticdc_writes_it():
+    """The field schema carries the DEFAULT; a NULL, in the new row and the old one alike, is written as the
+    default's value, a TIME's as 0, a TIMESTAMP's read in the time zone (as TiCDC reads the stored UTC text)."""
+    update = {"_op": "UPDATE", "_commit_ts": 1, "id": 1, "n": None, "t": None, "ts": None, "d": A_DATE,
+              "_before": {"id": 1, "n": None, "t": "04:05:06", "ts": None, "d": A_DATE}}
+    debezium, changes = defaults_encoder([update], time_zone="Asia/Shanghai")
+    routing = Routing(["t"], np.zeros(1, np.int32), np.zeros(1, np.int32), {"t": 1})
+    value = json.loads(debezium.encode_rows(changes, routing).values[0].as_py())
+    assert value["payload"]["before"] == {"id": 1, "n": 5, "t": 14706000000, "ts": "2021-02-02T20:05:06Z",
+                                          "d": 11356}
+    assert value["payload"]["after"] == {"id": 1, "n": 5, "t": 0, "ts": "2021-02-02T20:05:06Z", "d": 11356}
+    fields = value["schema"]["fields"][1]["fields"]
+    assert [f.get("default") for f in fields] == [None, 5, 3723000000, "2021-02-03T04:05:06Z", 18263]
+
+
+def test_a_null_date_with_a_default_is_refused_as_ticdc_cannot_write_it():
+    debezium, changes = defaults_encoder([{"_op": "INSERT", "_commit_ts": 1, "id": 7, "d": None}])
+    routing = Routing(["t"], np.zeros(1, np.int32), np.zeros(1, np.int32), {"t": 1})
+    with pytest.raises(ContractError, match=r"'d'.*id=7.*panics"):
+        debezium.encode_rows(changes, routing)
+
+
+def test_a_topic_with_defaults_reads_back_with_the_default_in_place_of_a_null():
+    """The reader cannot tell a NULL TiCDC wrote as the default from the default itself: it reads the default."""
+    from ticdc_sink.codec.debezium.decoder import DebeziumDecoder
+
+    debezium, changes = defaults_encoder([{"_op": "INSERT", "_commit_ts": 1, "id": 1, "d": A_DATE},
+                                          {"_op": "INSERT", "_commit_ts": 2, "id": 2, "n": 5, "d": A_DATE}])
+    routing = Routing(["t"], np.zeros(2, np.int32), np.zeros(2, np.int32), {"t": 1})
+    messages = debezium.encode_rows(changes, routing)
+    read = [DebeziumDecoder().decode(k, v)[0].columns for k, v in zip(messages.keys.to_pylist(),
+                                                                       messages.values.to_pylist())]
+    assert read[0]["n"] == read[1]["n"] == 5
+
+
+@pytest.mark.parametrize("statement, expressions", [
+    # Not defined by the statement: TiDB's stored text, a BIT(8)'s bits (no padding: 8 % 8 is 0), CURRENT_TIMESTAMP(n) as stored.
+    ("ALTER TABLE test.t COMMENT 'x'",
+     ["2024", "2020-01-02 03:04:05.000", "2021-02-03 04:05:06", "CURRENT_TIMESTAMP(2)", "101", "1.5"]),
+    # Defined: a temporal type's or YEAR's literal as TiDB's parser reads it, whatever options follow.
+    ("ALTER TABLE test.t MODIFY y YEAR DEFAULT 24, MODIFY dt DATETIME(3) DEFAULT '2020-01-02' NOT NULL, "
+     "MODIFY ts TIMESTAMP DEFAULT NOW() ON UPDATE CURRENT_TIMESTAMP, MODIFY now2 TIMESTAMP(2) DEFAULT NULL, "
+     "MODIFY b BIT(8) DEFAULT 5, MODIFY dec DECIMAL(5,2) DEFAULT 1.50",
+     ["24", "2020-01-02", "1970-01-01 00:00:00", None, "101", "1.5"]),
+])
+def test_a_ddl_describes_each_columns_default_as_ticdc_does(statement, expressions):
+    table = schema(("_op", T.StringType()), ("id", T.IntegerType(), False), ("y", T.IntegerType()),
+                   ("dt", T.TimestampNTZType()), ("ts", T.TimestampType()), ("now2", T.TimestampType()),
+                   ("b", T.LongType()), ("dec", T.DecimalType(5, 2)))
+    debezium = ddl_encoder(table, "y YEAR DEFAULT 2024, dt DATETIME(3) DEFAULT '2020-01-02 03:04:05', "
+                                  "ts TIMESTAMP DEFAULT '2021-02-03 04:05:06', "
+                                  "now2 TIMESTAMP(2) DEFAULT CURRENT_TIMESTAMP(2), b BIT(8) DEFAULT b'101', "
+                                  "dec DECIMAL(5,2) DEFAULT 1.5")
+    _, value = encode_ddl(debezium, "t", statement, 1)
+    columns = json.loads(value)["payload"]["tableChanges"][0]["table"]["columns"]
+    assert [c["defaultValueExpression"] for c in columns[1:]] == expressions

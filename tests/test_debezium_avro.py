@@ -261,3 +261,18 @@ def test_what_ticdc_refuses_or_the_sink_does_not_do_is_refused_in_one_line(optio
     with pytest.raises(ConfigError) as refused:
         build(FOO, [FOO_ROW], protocol="debezium-avro", topic="t", **FOO_OPTIONS, **options)
     assert says in str(refused.value) and "\n" not in str(refused.value)
+
+
+@pytest.mark.parametrize("decimal_mode, read_default", [("precise", Decimal("1.5000")), ("string", "1.5")])
+def test_a_null_of_a_column_with_a_default_is_the_default_in_avro(schema_registry, decimal_mode, read_default):
+    """As in Debezium's JSON (test_debezium.py); a DECIMAL's default as text keeps its own digits, as TiCDC
+    prints the decimal it parses from the stored text.  The Avro schemas carry no defaults but null's."""
+    row = {**FOO_ROW, "name": None, "price": None}
+    types = "name VARCHAR(16) DEFAULT 'x', bin VARBINARY(16), ubig BIGINT UNSIGNED, price DECIMAL(10,4) DEFAULT 1.5"
+    options = {**FOO_OPTIONS, "column_types": types, "avro_decimal_handling_mode": decimal_mode}
+    _, _, [value] = sent(schema_registry.url, FOO, [row], "defaults", **options)
+    client = SchemaRegistryClient({"url": schema_registry.url})
+    read = AvroDeserializer(client)(value, SerializationContext("defaults", MessageField.VALUE))
+    assert (read["after"]["name"], read["after"]["price"], read["after"]["v"]) == ("x", read_default, None)
+    registered = client.get_latest_version("defaults-value").schema.schema_str
+    assert '"default":null' in registered and '"default":"x"' not in registered

@@ -273,17 +273,9 @@ def keyed_by_unique_key(config: str, case: dict) -> bool:
     return wire_format(config) == "avro" and "primary_key" not in case and "unique_keys" in case
 
 
-def expect_debezium_defaults_pending(config: str, name: str, request) -> None:
-    """Debezium's field schemas, DDL columns and the values TiCDC puts in place of a NULL from a column's
-    DEFAULT are not rendered yet: the defaults tables fail there until they are (strict: a pass is news)."""
-    if name.startswith("defaults_") and golden(config)["uri"].startswith("protocol=debezium"):
-        request.applymarker(pytest.mark.xfail(strict=True, reason="Debezium does not render DEFAULTs yet"))
-
-
 @pytest.mark.parametrize("name", list(TABLES))
 @pytest.mark.parametrize("config", [c for c in CONFIGS if registry_of(c) != "glue"])
 def test_every_event_is_ticdcs_bytes(config, name, request):
-    expect_debezium_defaults_pending(config, name, request)
     case, table = TABLES[name], golden(config)["tables"][name]
     uses_registry = registry_of(config) == "confluent"
     registry_url = request.getfixturevalue("schema_registry").url if uses_registry else None
@@ -318,12 +310,11 @@ def check_messages(config: str, case: dict, table: dict, sink: list) -> None:
 
 @pytest.mark.parametrize("name", list(TABLES))
 @pytest.mark.parametrize("config", [c for c in CONFIGS if registry_of(c) == "glue"])
-def test_every_event_is_ticdcs_bytes_through_glue(config, name, glue_api, monkeypatch, request):
+def test_every_event_is_ticdcs_bytes_through_glue(config, name, glue_api, monkeypatch):
     """The same through AWS Glue's registry (moto's), named by the changefeed file as TiCDC's was: the messages
     after Glue's header; the header of each, 3, 0 and the UUID of the schema version registered for it, in TiCDC's
     goldens and in the sink's; the schemas, under TiCDC's names, in TiCDC's text, data format and compatibility;
     and the requests, TiCDC's but its GetRegistry, which the sink makes once on the driver (``check_services``)."""
-    expect_debezium_defaults_pending(config, name, request)
     import botocore.client
 
     case, table = TABLES[name], golden(config)["tables"][name]
@@ -382,11 +373,10 @@ def test_simple_bootstraps_are_ticdcs_bytes(config, name):
 
 @pytest.mark.parametrize("name", list(TABLES))
 @pytest.mark.parametrize("config", [c for c in CONFIGS if golden(c)["tables"][next(iter(TABLES))].get("ddl")])
-def test_create_table_ddls_are_ticdcs_bytes(config, name, request):
+def test_create_table_ddls_are_ticdcs_bytes(config, name):
     """Each table's CREATE TABLE as TiDB handed it to TiCDC, committed just before its rows.  Under table routing
     TiCDC rewrites the statement through TiDB's parser; the sink is given it as rewritten (docs/options.md) and
     routes the table's names, as its driver does."""
-    expect_debezium_defaults_pending(config, name, request)
     case, table = TABLES[name], golden(config)["tables"][name]
     config_, layout, _, _ = build(input_schema(case), events(case)[:1], **options(config, case, table, UNUSED_REGISTRY))
     expected = table["ddl"]

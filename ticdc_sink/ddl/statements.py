@@ -256,6 +256,16 @@ def exchanged_tables(ddl: DDLChange) -> tuple[tuple[str, str], tuple[str, str]] 
 def defined_columns(statement: str) -> dict[str, tuple[str, int | None]]:
     """The columns a CREATE TABLE or ALTER TABLE ADD/MODIFY/CHANGE defines: lower-case name ->
     (lower-case type word, the number in its parentheses or None when the statement gives none)."""
+    columns = {}
+    for name, definition in column_definitions(statement).items():
+        match = _COLUMN_DEFINITION.match(definition)
+        number = match[3]
+        columns[name] = (match[2].lower(), int(number) if number is not None else None)
+    return columns
+
+
+def column_definitions(statement: str) -> dict[str, str]:
+    """The column definitions of a CREATE TABLE or ALTER TABLE ADD/MODIFY/CHANGE: lower-case name -> its text."""
     sql = _strip_comments(statement).rstrip(";")
     definitions: list[str] = []
     alter = _ALTER_TABLE.match(sql)
@@ -279,6 +289,5 @@ def defined_columns(statement: str) -> dict[str, tuple[str, int | None]]:
     for definition in definitions:
         match = _COLUMN_DEFINITION.match(definition)
         if match and not _NOT_A_COLUMN.match(definition):
-            number = match[3]
-            columns[_unquote(match[1]).lower()] = (match[2].lower(), int(number) if number is not None else None)
+            columns[_unquote(match[1]).lower()] = definition
     return columns

@@ -229,13 +229,35 @@ _NOW = re.compile(r"(?:current_timestamp|now|localtime|localtimestamp)(?:\s*\(\s
 
 def split_default(text: str) -> tuple[str, DefaultLiteral | None]:
     """Split ``"VARCHAR(20) DEFAULT 'x'"`` into the type's text and its DEFAULT literal (None without a clause)."""
-    def word_at(i: int) -> bool:
-        return text[i:i + 7].lower() == "default" and not _word_char(text[i - 1:i]) and not _word_char(text[i + 7:i + 8])
-
-    at = next((i for i, _, depth in outside_quotes(text) if depth == 0 and word_at(i)), None)
+    at = _default_keyword(text)
     if at is None:
         return text, None
     return text[:at].strip(), parse_default(text[at + len("default"):].strip())
+
+
+def _default_keyword(text: str) -> int | None:
+    """Where the word DEFAULT is in ``text``, outside quotes and parentheses (None: nowhere)."""
+    def word_at(i: int) -> bool:
+        return text[i:i + 7].lower() == "default" and not _word_char(text[i - 1:i]) and not _word_char(text[i + 7:i + 8])
+
+    return next((i for i, _, depth in outside_quotes(text) if depth == 0 and word_at(i)), None)
+
+
+_WORD_LITERAL = re.compile(r"null|true|false", re.IGNORECASE)
+
+
+def definition_default(definition: str) -> DefaultLiteral | None:
+    """The DEFAULT literal of a column definition, whatever options follow it; None without a DEFAULT or when
+    it is not a literal."""
+    at = _default_keyword(definition)
+    if at is None:
+        return None
+    text = definition[at + len("default"):].lstrip()
+    for pattern in (_STRING, _BIT_STRING, _HEX_STRING, _NOW, _WORD_LITERAL, _NUMBER):
+        m = pattern.match(text)
+        if m and not _word_char(text[m.end():m.end() + 1]):
+            return parse_default(m.group(0))
+    return None
 
 
 def _word_char(ch: str) -> bool:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import io
 from dataclasses import dataclass
+from decimal import Decimal
 
 import fastavro
 import numpy as np
@@ -48,7 +49,7 @@ from ..shared.schema_registry import UsesSchemaRegistry, check_client_settings
 from .avro_schema import (connect_to_avro, decimal_precision, envelope_schema, key_schema, namespace, schema_text,
                           source_connect)
 from .events import CONNECTOR_VERSION, ControlEvents
-from .field_types import two_digit_years
+from .field_types import null_defaults, two_digit_years
 
 _NULL = b"\x00"  # a union's null branch
 _VALUE = b"\x02"  # a union's second branch
@@ -68,6 +69,7 @@ class DebeziumAvroEncoder(UsesSchemaRegistry, Encoder):
             return
         check_client_settings(config)  # the client itself is built when the task first needs it
         self._key_columns = [c for c in table.columns if c.handle_key]
+        self._null_defaults = null_defaults(table.columns, config.time_zone)
         # The source record's constant stretches, between its per-row fields (ts_ms, db, table, commit_ts).
         self._source_head = string_bytes(CONNECTOR_VERSION) + string_bytes("TiCDC") + self._cluster
         # server_id 0, gtid null, file "", pos 0, row 0, thread null, query null.
@@ -79,27 +81,36 @@ class DebeziumAvroEncoder(UsesSchemaRegistry, Encoder):
         n = batch.num_rows
         columns = self.table.columns
         # The row as the union branch of ``after``, or of ``before`` for a delete.
-        row = pc.binary_join_element_wise(_VALUE, concat([self._field(batch.columns[c.name], c, batch)
+        row = pc.binary_join_element_wise(_VALUE, concat([self._field(batch.columns[c.name], c, batch.row_key)
                                                           for c in columns], n), b"")
         is_delete, is_update = batch.ops == OP_DELETE, batch.ops == OP_UPDATE
         before_part = pc.if_else(pa.array(is_delete), row, _NULL)
         # debezium-output-old-value=false: an update's before is null, as TiCDC sends it.
         if batch.before is not None and is_update.any() and self.options.debezium_output_old_value:
             rows = pa.array(np.flatnonzero(is_update))
-            old = concat([self._field(batch.before[c.name].take(rows), c, batch) for c in columns], len(rows))
+            old = concat([self._field(batch.before[c.name].take(rows), c, lambda row: batch.row_key(rows[row].as_py()))
+                          for c in columns], len(rows))
             before_part = pc.replace_with_mask(before_part, pa.array(is_update),
                                                pc.binary_join_element_wise(_VALUE, old, b""))
         after_part = pc.if_else(pa.array(is_delete), _NULL, row)
         key_headers, value_headers = self._row_headers(batch, routing)
         envelope = concat([value_headers, before_part, after_part,
                            *self._source(batch), _OPS.take(pa.array(batch.ops)), long_bytes(self.clock())], n)
-        key_record = concat([self._field(batch.columns[c.name], c, batch) for c in self._key_columns], n)
+        key_record = concat([self._field(batch.columns[c.name], c, batch.row_key) for c in self._key_columns], n)
         keys = concat([key_headers, key_record], n)
         return row_messages(self.config, batch, routing, keys, envelope)
 
-    def _field(self, values: pa.Array, column: Column, batch: ChangeBatch) -> pa.Array:
-        """A column as its field of the row record: every column is a ``["null", T]`` union."""
-        return nullable(avro_values(values, column, self.config, batch), values.is_null())
+    def _field(self, values: pa.Array, column: Column, describe_row) -> pa.Array:
+        """A column as its field of the row record: every column is a ``["null", T]`` union; a NULL of a column
+        with a DEFAULT as TiCDC writes it (``field_types.NullDefault``)."""
+        default = self._null_defaults.get(column.name)
+        if default is not None and values.null_count:
+            if column.type.kind == "decimal" and self.config.protocol_options.avro_decimal_handling_mode == "string":
+                # TiCDC prints the decimal it parses from the default's text: its own digits (1.5, not 1.50).
+                text = pc.fill_null(decimal_text(values), format(Decimal(column.default), "f"))
+                return nullable(length_prefixed(text), text.is_null())
+            values = default.fill(values, describe_row)
+        return nullable(avro_values(values, column, self.config, describe_row), values.is_null())
 
     def _source(self, batch: ChangeBatch) -> list:
         commit_ts = batch.commit_ts.view(np.int64)
@@ -188,7 +199,7 @@ class _Headers:
     value: bytes
 
 
-def avro_values(values: pa.Array, column: Column, config: SinkConfig, batch: ChangeBatch) -> pa.Array:
+def avro_values(values: pa.Array, column: Column, config: SinkConfig, describe_row) -> pa.Array:
     """Each row's value of a column in its Avro type (``schema.column_type``), encoded; nulls as anything (the
     union says null)."""
     t, options = column.type, config.protocol_options
@@ -198,7 +209,7 @@ def avro_values(values: pa.Array, column: Column, config: SinkConfig, batch: Cha
         over = pc.fill_null(pc.greater(values, pa.scalar(_MAX_LONG, values.type)), False)
         if pc.any(over).as_py():
             row = int(np.flatnonzero(over.to_numpy(zero_copy_only=False))[0])
-            raise ContractError(column.name, values[row].as_py(), batch.row_key(row),
+            raise ContractError(column.name, values[row].as_py(), describe_row(row),
                                 "unsigned bigint value overflows avro long (TiCDC's error): set "
                                 "avro-bigint-unsigned-handling-mode=string")
         return varints(pc.fill_null(values, 0).to_numpy(zero_copy_only=False).astype(np.int64))

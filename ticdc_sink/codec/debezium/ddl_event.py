@@ -8,17 +8,25 @@ metadata (``jdbcType``, ``typeName``, ``typeExpression``, ``length``,
 ``scale``, ``position``...).  Lengths are TiDB's stored widths, null where TiDB
 keeps its default width.  TiCDC re-reads DATETIME, TIMESTAMP and TIME
 precisions and YEAR widths from the statement for the columns the statement
-defines, so those lengths are null there when the statement gives none.  The
-sink knows the table from its options: the charset is TiDB's default
-(utf8mb4), and it has no column comments, defaults or auto-increment flags.
+defines, so those lengths are null there when the statement gives none, and
+their DEFAULTs too (``_default_expression``).  The sink knows the table from
+its options: the charset is TiDB's default (utf8mb4), and it has no column
+comments or auto-increment flags.
 The descriptions and the event's Connect schemas are structures (dicts in
 TiCDC's member order), which ``events.py`` puts in the event both encoders write.
 """
 
 from __future__ import annotations
 
-from ...ddl.statements import defined_columns
+from decimal import Decimal
+
+import numpy as np
+
+from ...ddl.statements import column_definitions, defined_columns
+from ...table.column_default import CURRENT_TIMESTAMP, bit_default_number
 from ...table.mysql_types import INTEGER_KINDS, TABLE_CHARSET, default_width
+from ...table.type_grammar import DefaultLiteral, definition_default
+from ...table.value_text import go_float_text
 from ...table.schema import Column, TableSchema
 from ..shared import java_sql_types as java
 from .field_types import NO_UNSIGNED_SUFFIX
@@ -107,16 +115,18 @@ def value_schema(source: dict) -> dict:
 
 def describe_table(table: TableSchema, statement: str) -> dict:
     """``tableChanges[].table``: the table after ``statement``, which may define some of its columns."""
-    defined = defined_columns(statement)
+    defined, definitions = defined_columns(statement), column_definitions(statement)
     # TiDB's primary key, in the key's order: a table without one names its first NOT NULL unique key.
     return {"defaultCharsetName": TABLE_CHARSET, "primaryKeyColumnNames": list(table.tidb_primary_key),
-            "columns": [describe_column(c, position, defined.get(c.name.lower()))
+            "columns": [describe_column(c, position, defined.get(c.name.lower()), definitions.get(c.name.lower()))
                         for position, c in enumerate(table.columns, start=1)],
             "comment": None}
 
 
-def describe_column(column: Column, position: int, definition: tuple[str, int | None] | None = None) -> dict:
-    """One column's entry; ``definition`` is (type word, width or precision) when the statement defines it."""
+def describe_column(column: Column, position: int, definition: tuple[str, int | None] | None = None,
+                    written: str | None = None) -> dict:
+    """One column's entry; ``definition`` is (type word, width or precision) and ``written`` its definition's
+    text when the statement defines it."""
     t = column.type
     name = t.base_name.upper()
     suffix = ""
@@ -126,12 +136,55 @@ def describe_column(column: Column, position: int, definition: tuple[str, int | 
     if t.kind == "double" and t.decimals:
         expression += f"({t.length or _default_width('double')},{t.decimals})"
     return {"name": column.name, "jdbcType": _jdbc_type(column), "nativeType": None, "comment": None,
-            "defaultValueExpression": None,
+            "defaultValueExpression": _default_expression(column, written),
             "enumValues": [f"'{e}'" for e in t.elements] if t.kind in ("enum", "set") else None,
             "typeName": name + suffix, "typeExpression": expression + suffix,
             "charsetName": None if t.has_binary_charset else TABLE_CHARSET,
             "length": _length(column, definition), "scale": _scale(column), "position": position,
             "optional": column.nullable, "autoIncremented": False, "generated": False}
+
+
+# TiCDC re-reads these types' DEFAULTs from the statement (helper.go parseColumns); the others are TiDB's text.
+_REREAD_DEFAULT = {"datetime", "time", "timestamp", "year"}
+_EPOCH_TEXT = "1970-01-01 00:00:00"  # TiCDC's text for CURRENT_TIMESTAMP (Debezium's)
+
+
+def _default_expression(column: Column, written: str | None) -> str | None:
+    """``defaultValueExpression`` (TiCDC ``codec.go`` ``EncodeDDLEvent``): the DEFAULT as TiDB stores it, a BIT's
+    as its bits, CURRENT_TIMESTAMP as the epoch's text; a DATETIME, TIME, TIMESTAMP or YEAR the statement
+    defines with a literal DEFAULT has that literal as TiDB's parser reads it."""
+    text, t = column.default, column.type
+    literal = definition_default(written) if written is not None and t.kind in _REREAD_DEFAULT else None
+    if literal is not None and not (literal.kind == "number" and literal.text[0] in "+-"):
+        text = _as_parsed(literal)
+    elif t.kind == "bit" and text is not None:
+        # The bits of its bytes, the first byte's to the width's remainder (helper.go parseBit).
+        return "".join(format(ord(byte), f"0{t.length % 8 if i == 0 else 8}b") for i, byte in enumerate(text))
+    if text is None:
+        return None
+    return _EPOCH_TEXT if text.upper() == CURRENT_TIMESTAMP else text
+
+
+def _as_parsed(literal: DefaultLiteral) -> str | None:
+    """Go's ``%v`` of the value TiDB's parser makes of a literal: an integer's digits, a decimal's, a float (one
+    with an exponent) as ``%g``, a string's value, bits as 0x hex, CURRENT_TIMESTAMP as that word.  A signed
+    number is an expression to it, which TiCDC does not read."""
+    if literal.kind == "null":
+        return None
+    if literal.kind == "now":
+        return CURRENT_TIMESTAMP
+    if literal.kind == "bits":
+        return "0x" + literal.value.hex() if literal.value else ""
+    if literal.kind != "number":
+        return literal.value
+    if literal.value.isdigit():
+        return str(int(literal.value))
+    if "e" not in literal.value.lower():
+        return format(Decimal(literal.value), "f")
+    mantissa, exponent = np.format_float_scientific(float(literal.value), unique=True, trim="-").split("e")
+    if -4 <= int(exponent) < 6:
+        return go_float_text(float(literal.value), 64)
+    return f"{mantissa}e{exponent[0]}{abs(int(exponent)):02d}"
 
 
 def _jdbc_type(column: Column) -> int:

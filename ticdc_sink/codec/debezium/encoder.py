@@ -32,7 +32,7 @@ from ..shared.assembly import at_updates, row_messages
 from ..shared.json_text import PLAIN, concat, object_parts, quote_json, quoted_names_of
 from ..shared.names import sanitize_name, sanitize_topic_name
 from .events import ControlEvents, envelope_schema, key_schema, source_payload, source_schema
-from .field_types import field_schema, value_fragments
+from .field_types import field_schema, null_defaults, value_fragments
 
 
 class JSONText(str):
@@ -89,14 +89,15 @@ class DebeziumEncoder(Encoder):
         self._fields = [JSONText(field_schema(c, extension)) for c in table.columns]
         self._key_positions = [i for i, c in enumerate(table.columns) if c.handle_key]
         self._key_fields = [self._fields[i] for i in self._key_positions]
+        self._null_defaults = null_defaults(table.columns, config.time_zone)
         self._rendered_schemas: dict[str, tuple[str, str]] = {}
 
     # -- rows
 
     def encode_rows(self, batch: ChangeBatch, routing: Routing) -> Messages:
         """One message per row, keyed by its handle-key columns."""
-        n, columns = batch.num_rows, self.table.columns
-        fragments = [value_fragments(batch.columns[c.name], c, self.config.time_zone) for c in columns]
+        n = batch.num_rows
+        fragments = self._fragments(batch.columns, batch.row_key)
         names = self._names(batch)
         key_object = concat(object_parts([self._heads[i] for i in self._key_positions],
                                          [fragments[i] for i in self._key_positions]), n)
@@ -125,8 +126,18 @@ class DebeziumEncoder(Encoder):
         if not self.options.debezium_output_old_value:
             return heads
         return at_updates(batch, heads, lambda before, updates: join('"u","before":', concat(object_parts(
-            self._heads, [value_fragments(before[c.name], c, self.config.time_zone) for c in self.table.columns]),
-            len(updates)), ',"after":'))
+            self._heads, self._fragments(before, lambda row: batch.row_key(updates[row].as_py()))), len(updates)),
+            ',"after":'))
+
+    def _fragments(self, row: dict[str, pa.Array], describe_row) -> list[pa.Array]:
+        """Each column's values as JSON, a NULL of a column with a DEFAULT as TiCDC writes it."""
+        fragments = []
+        for c in self.table.columns:
+            values = row[c.name]
+            if c.name in self._null_defaults:
+                values = self._null_defaults[c.name].fill(values, describe_row)
+            fragments.append(value_fragments(values, c, self.config.time_zone))
+        return fragments
 
     # -- schemas
 

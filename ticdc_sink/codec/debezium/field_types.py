@@ -7,16 +7,23 @@ int16, decimals as doubles, binary strings and BIT(n) as base64, dates as days,
 DATETIME as epoch milli- or microseconds of the wall clock, TIMESTAMP as UTC
 text, TIME as microseconds.  Values are rendered a column at a time, like the
 other JSON protocols' (``json_text``), with jsoniter's escaping (no HTML escapes).
+A column's DEFAULT is its field schema's ``default`` (``field_default``) and
+stands in for its NULLs (``NullDefault``), as TiCDC writes them.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+from decimal import Decimal
+from typing import Callable
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ...changes.canonical import canonical_type_values
+from ...errors import ContractError
+from ...table.column_default import CURRENT_TIMESTAMP, bit_default_number
 from ...table.mysql_types import MySQLType
 from ...table.schema import Column
 from ...table.value_text import (bit_bytes, enum_names, float_json_numbers, null_mask, set_names, timestamp_text,
@@ -53,7 +60,102 @@ def field_schema(column: Column, extension: bool) -> str:
         key, value = parameters
         parts.append(f'"parameters":{{"{key}":{quote_json(value, style=PLAIN)}}},')
     parts.append(f'"field":{quote_json(column.name, style=PLAIN)}')
+    default = field_default(column)
+    if default is not None:
+        parts.append(f',"default":{default}')
     return "{" + "".join(parts) + "}"
+
+
+_NUMBER_KINDS = {"tinyint", "smallint", "mediumint", "int", "bigint", "float", "double", "decimal", "year"}
+_EPOCH = dt.datetime(1970, 1, 1)
+_EPOCH_TEXT = '"1970-01-01T00:00:00Z"'
+# TIMESTAMP's first second: TiCDC writes an earlier default as the epoch (NOT NULL) or not at all.
+_MIN_TIMESTAMP = dt.datetime(1970, 1, 1, 0, 0, 1)
+
+
+def field_default(column: Column) -> str | None:
+    """The field schema's ``default`` as JSON text, None where TiCDC writes none (TiCDC ``codec.go``
+    ``writeDebeziumFieldSchema``): numbers are Go floats of the stored text; text, ENUM and SET the text itself;
+    dates, times and BITs the value the stored text is, read in UTC, as a row's value renders."""
+    text, t = column.default, column.type
+    if text is None:
+        return None
+    if t.kind in _NUMBER_KINDS:
+        number = float(text)
+        if t.kind == "year" and number < 100:  # TiCDC's two-digit years
+            number += 2000 if number < 70 else 1900
+        return float_json_numbers(pa.array([number], pa.float64()), 64)[0].as_py()
+    if t.kind not in ("bit", "date", "datetime", "timestamp", "time"):
+        return quote_json(text, style=PLAIN)
+    if text.startswith(CURRENT_TIMESTAMP):
+        # Only the bare word is known to TiCDC; CURRENT_TIMESTAMP(n) fails to parse, which it writes as 0.
+        if t.kind == "timestamp" and text == CURRENT_TIMESTAMP:
+            return None if column.nullable else _EPOCH_TEXT
+        return "0"
+    if t.kind == "timestamp" and dt.datetime.fromisoformat(text) < _MIN_TIMESTAMP:
+        return None if column.nullable else _EPOCH_TEXT
+    return value_fragments(_stored_value(column, "UTC"), column, "UTC")[0].as_py()
+
+
+def _stored_value(column: Column, time_zone: str) -> pa.Array:
+    """The column's stored DEFAULT as a one-row canonical column (a TIMESTAMP's text read in ``time_zone``)."""
+    text, t = column.default, column.type
+    if t.kind == "bit":
+        value = bit_default_number(text)
+    elif t.kind in ("datetime", "timestamp"):
+        value = dt.datetime.fromisoformat(text)
+    elif t.kind == "date":
+        value = dt.date.fromisoformat(text)
+    elif t.kind == "decimal":
+        value = Decimal(text)
+    elif t.kind in ("float", "double"):
+        value = float(text)
+    elif t.is_integer or t.kind == "year":
+        value = int(text)
+    else:
+        value = text
+    return canonical_type_values(pa.array([value]), t, time_zone)
+
+
+class NullDefault:
+    """What TiCDC writes for a NULL of a column with a DEFAULT: it gives the row the stored default and writes
+    that (TiCDC ``codec.go`` ``writeDebeziumFieldValue``, ``avro.go`` ``debeziumAvroFieldValue``, ``helper.go``
+    ``getValueFromDefault``).  Most kinds get the default's value; TIME gets 0 and BIGINT UNSIGNED above
+    2^63-1 gets 0 (neither parses into the row); a nullable TIMESTAMP defaulting to CURRENT_TIMESTAMP, or
+    to a time before TIMESTAMP's range, stays null; a DATETIME's CURRENT_TIMESTAMP is the epoch.  TiCDC
+    cannot write a NULL of a DATE (it panics) or of a CURRENT_TIMESTAMP(n) default (an error): the sink
+    refuses those rows.  ``value`` is None where NULLs stay null."""
+
+    def __init__(self, column: Column, time_zone: str):
+        self.column, self.value, self.refusal = column, None, None
+        text, t = column.default, column.type
+        if t.kind == "date":
+            self.refusal = "TiCDC's Debezium encoder panics on a NULL DATE that has a DEFAULT"
+        elif t.kind in ("datetime", "timestamp") and text.startswith(CURRENT_TIMESTAMP):
+            if text != CURRENT_TIMESTAMP:
+                self.refusal = f"TiCDC's Debezium encoder cannot read the DEFAULT {text} of a NULL (its error)"
+            elif t.kind == "datetime" or not column.nullable:
+                self.value = pa.scalar(_EPOCH, pa.timestamp("us", tz=None if t.kind == "datetime" else "UTC"))
+        elif t.kind == "time":
+            self.value = pa.scalar(0, pa.int64())
+        elif t.kind == "bigint" and t.unsigned and int(text) >= 2**63:
+            self.value = pa.scalar(0, pa.uint64())
+        elif t.kind != "timestamp" or dt.datetime.fromisoformat(text) >= _MIN_TIMESTAMP:
+            self.value = _stored_value(column, time_zone)[0]
+
+    def fill(self, values: pa.Array, describe_row: Callable[[int], str]) -> pa.Array:
+        """``values`` with their NULLs as TiCDC writes them; ContractError where TiCDC cannot write one."""
+        if not values.null_count:
+            return values
+        if self.refusal:
+            row = int(np.flatnonzero(values.is_null().to_numpy(zero_copy_only=False))[0])
+            raise ContractError(self.column.name, None, describe_row(row), self.refusal)
+        return values if self.value is None else pc.fill_null(values, self.value.cast(values.type))
+
+
+def null_defaults(columns: list[Column], time_zone: str) -> dict[str, NullDefault]:
+    """The ``NullDefault`` of each column that has a DEFAULT, by name."""
+    return {c.name: NullDefault(c, time_zone) for c in columns if c.default is not None}
 
 
 def connect_type(t: MySQLType) -> tuple[str, str | None, tuple[str, str] | None]:
