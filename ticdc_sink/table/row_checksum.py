@@ -20,8 +20,12 @@ whose columns were never reordered is also the order of their ids.
 
 from __future__ import annotations
 
+import datetime as dt
+import math
+import struct
 import zlib
-from typing import Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
+from zoneinfo import ZoneInfo
 
 import numpy as np
 import pyarrow as pa
@@ -72,3 +76,55 @@ def row_checksums(columns: Mapping[str, pa.Array], table_columns: Sequence[Colum
     offsets = np.frombuffer(rows.buffers()[1], dtype=np.int32)[rows.offset: rows.offset + n + 1]
     data = memoryview(rows.buffers()[2] or b"")
     return np.fromiter((zlib.crc32(data[offsets[i]:offsets[i + 1]]) for i in range(n)), dtype=np.uint32, count=n)
+
+
+# ---------------------------------------------------------------------------
+# A decoded row, value by value (the reader's check of what it reads)
+
+class ChecksumMismatch(ValueError):
+    """A row whose values do not give the checksum its message carries."""
+
+
+_INT_KINDS = frozenset({"tinyint", "smallint", "mediumint", "int", "bigint", "year", "bit", "enum", "set"})
+
+
+def value_bytes(value: Any, kind: str) -> bytes:
+    """What one decoded value adds to the checksum: ``value`` an int for the integer kinds, YEAR, BIT, ENUM
+    (index) and SET (bitmask); a float for FLOAT and DOUBLE; bytes for a binary string; else TiDB's text (a
+    TIMESTAMP's in UTC: ``utc_text``); None for NULL."""
+    if value is None:
+        return b""
+    if kind in _INT_KINDS:
+        return (int(value) & 0xFFFF_FFFF_FFFF_FFFF).to_bytes(8, "little")
+    if kind in ("float", "double"):
+        number = float(np.float32(value)) if kind == "float" else float(value)
+        return struct.pack("<d", number if math.isfinite(number) else 0.0)
+    data = value if isinstance(value, bytes) else str(value).encode("utf-8")
+    return len(data).to_bytes(4, "little") + data
+
+
+def checksum_of(values: Iterable[tuple[Any, str]]) -> int:
+    """The checksum of a row's (value, kind) pairs, in the table's column order."""
+    return zlib.crc32(b"".join(value_bytes(value, kind) for value, kind in values))
+
+
+def utc_text(text: str, location: str) -> str:
+    """A TIMESTAMP's text in ``location`` as the same instant's text in UTC, with its fraction as it is."""
+    if location in ("UTC", "") or text.startswith("0000-00-00"):
+        return text
+    whole, dot, fraction = text.partition(".")
+    try:
+        local = dt.datetime.strptime(whole, "%Y-%m-%d %H:%M:%S").replace(tzinfo=ZoneInfo(location))
+    except ValueError:
+        return text
+    return local.astimezone(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S") + dot + fraction
+
+
+def verify(expected: int, values: Iterable[tuple[Any, str]], what: str) -> None:
+    """Fail with ``ChecksumMismatch`` where a row's values do not give the checksum ``expected`` (0: none)."""
+    if expected == 0:
+        return
+    obtained = checksum_of(values)
+    if obtained != expected:
+        raise ChecksumMismatch(f"{what}: its values give the row checksum {obtained}, the message carries "
+                               f"{expected} (integrity-check-level=correctness)")
