@@ -8,7 +8,8 @@ NULL unique key TiDB uses as the handle; a table with neither has no key); the
 value is a record of every column, followed with ``enable-tidb-extension`` by
 ``_tidb_op`` (``c``/``u``), ``_tidb_commit_ts`` and
 ``_tidb_commit_physical_time``, and with ``integrity-check-level=correctness`` by the row's checksum
-(``_tidb_row_level_checksum``, ``_tidb_corrupted``, ``_tidb_checksum_version``: ``table/row_checksum.py``).  A delete is its key with a null value (a
+(``_tidb_row_level_checksum``, ``_tidb_corrupted``, ``_tidb_checksum_version``: ``table/row_checksum.py``).
+A delete is its key with a null value (a
 tombstone).  With ``avro-include-before-value`` the value carries the row
 before the change after the columns (``_ticdc_before``: an update's old row,
 a delete's deleted row, null for an insert) and ``_tidb_op`` (``c``/``u``/``d``)

@@ -124,8 +124,9 @@ def _verify_checksums(doc: dict, schema: dict) -> None:
     for expected, row, which in ((checksum.get("current", 0), doc.get("data"), "row"),
                                  (checksum.get("previous", 0), doc.get("old"), "old row")):
         if expected and row is not None:
-            verify(int(expected), ((_checksum_value(row.get(c["name"]), c["dataType"]), _column_type(c["dataType"]).kind)
-                                   for c in schema["columns"]), f"{where}, its {which}")
+            values = ((_checksum_value(row.get(c["name"]), c["dataType"]), _column_type(c["dataType"]).kind)
+                      for c in schema["columns"])
+            verify(int(expected), values, f"{where}, its {which}")
 
 
 def _checksum_value(value: Any, data_type: dict) -> Any:

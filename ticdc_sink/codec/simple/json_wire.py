@@ -3,7 +3,8 @@
 
 Go's encoding/json marshalling TiCDC's message struct: fields in its order
 (``version, database, table, tableID, type, sql, commitTs, buildTs,
-schemaVersion, claimCheckLocation, handleKeyOnly, checksum, data, old, tableSchema, preTableSchema``), empty ones left out,
+schemaVersion, claimCheckLocation, handleKeyOnly, checksum, data, old, tableSchema, preTableSchema``),
+empty ones left out,
 map members (``data``, ``old``) sorted by name, and Go 1.22's escapes.  Every
 value is a JSON string but a TIMESTAMP, which is
 ``{"location":<time-zone>,"value":<text>}``, and binary strings are base64.
