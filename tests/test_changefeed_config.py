@@ -36,7 +36,8 @@ def test_options_given_beside_the_file_win():
 
 
 @pytest.mark.parametrize("toml, says", [
-    ("[sink]\nintegrity = {integrity-check-level = 'correctness'}", "sink.integrity is not supported by the sink"),
+    ("[sink.integrity]\nno-such-setting = 1", "sink.integrity.no-such-setting is not supported by the sink"),
+    ("[sink.integrity]\ncorruption-handle-level = 'panic'", "corruption-handle-level: 'panic' is not warn or error"),
     ("[sink.kafka-config]\nsasl-user = 'u'", "sink.kafka-config.sasl-user: Kafka client settings are given as "
                                                "kafka.<librdkafka setting> options"),
     ("[sink.kafka-config.codec-config]\nno-such-setting = true",
@@ -190,3 +191,34 @@ region = "us-east-1"
     assert (avro.avro_include_before_value, avro.glue_schema_registry_name, avro.glue_schema_registry_region) == \
         (True, "ticdc", "us-east-1")
     assert parse(path, protocol="open-protocol").protocol_options.open_output_old_value is False
+
+
+def test_sink_integrity_is_the_integrity_check_level(tmp_path):
+    path = tmp_path / "changefeed.toml"  # where TiCDC's encoders read it (pkg/sink/codec/common/config.go)
+    path.write_text('[sink.integrity]\nintegrity-check-level = "correctness"\ncorruption-handle-level = "warn"\n')
+    config = parse(path, protocol="simple", topic="t")
+    assert (config.integrity_check_level, config.row_checksums) == ("correctness", True)
+    assert parse(protocol="simple", topic="t").integrity_check_level == "none"
+
+
+@pytest.mark.parametrize("options", [
+    {"enable-tidb-extension": "false"},
+    {"avro-decimal-handling-mode": "precise"},
+    {"avro-bigint-unsigned-handling-mode": "long"},
+])
+def test_avro_checksums_need_the_extension_and_string_modes_as_ticdc_says(options):
+    given = {"kafka.bootstrap.servers": "broker:9092", "protocol": "avro", "topic": "tidb_{schema}_{table}",
+             "schema-registry": "http://registry:8081",
+             "integrity-check-level": "correctness", "enable-tidb-extension": "true",
+             "avro-decimal-handling-mode": "string", "avro-bigint-unsigned-handling-mode": "string"}
+    assert parse_options(given).row_checksums
+    with pytest.raises(ConfigError, match='Avro protocol with row level checksum, should set "enable-tidb-extension"'):
+        parse_options({**given, **options})
+
+
+def test_integrity_with_column_selectors_is_refused_as_ticdc_does():
+    with pytest.raises(ConfigError, match="integrity check enabled and column selector set, not allowed"):
+        parse(protocol="simple", topic="t", **{"integrity-check-level": "correctness",
+                                               "column-selectors": '[{"matcher": ["shop.*"], "columns": ["id"]}]'})
+    with pytest.raises(ConfigError, match="expected one of none, correctness"):
+        parse(protocol="simple", topic="t", **{"integrity-check-level": "full"})

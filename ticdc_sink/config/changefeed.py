@@ -11,7 +11,9 @@ Schema Registry's under ``[sink.kafka-config.glue-schema-registry-config]``
 ``-secret-access-key``, ``-token``);
 ``output-old-value`` under ``[sink.open]`` and ``[sink.debezium]`` (with
 ``include-start-ts``), which the sink names ``open-output-old-value``,
-``debezium-output-old-value`` and ``debezium-include-start-ts``.  Of the
+``debezium-output-old-value`` and ``debezium-include-start-ts``; ``integrity-check-level`` under
+``[sink.integrity]`` (where TiCDC's encoders read it; the top-level ``[integrity]`` section is the
+changefeed's mounter's).  Of the
 ``[[sink.dispatchers]]``, the first whose ``matcher`` matches the written
 table (the ``database`` and ``table`` options) gives ``topic``, ``partition``,
 ``index`` and ``columns``, and the first matching one that routes gives
@@ -90,6 +92,8 @@ def changefeed_options(path: str, database: str | None, table: str | None) -> di
             options.update(_kafka_config(path, value))
         elif key == "dispatchers":
             options.update(_dispatcher(path, value, database, table))
+        elif key == "integrity":
+            options.update(_integrity(path, value))
         elif key in _SECTION_KEYS:
             for section_key, section_value in value.items():
                 if section_key not in _SECTION_KEYS[key]:
@@ -99,6 +103,26 @@ def changefeed_options(path: str, database: str | None, table: str | None) -> di
             log.info("changefeed-config: sink.%s changes nothing in the messages; passed over", key)
         else:
             raise ConfigError(OPTION, path, f"sink.{key} is not supported by the sink")
+    return options
+
+
+def _integrity(path: str, config: dict) -> dict[str, str]:
+    """``[sink.integrity]``, where TiCDC's encoders read it (``pkg/sink/codec/common/config.go``): its
+    integrity-check-level is the option of that name; corruption-handle-level says what TiCDC does with a row
+    whose checksum does not match the one TiDB stored, which the sink, computing checksums from its input, never
+    meets: checked and passed over."""
+    options: dict[str, str] = {}
+    for key, value in config.items():
+        if key == "integrity-check-level":
+            options[key] = _text(value)
+        elif key == "corruption-handle-level":
+            if value not in ("warn", "error"):
+                raise ConfigError(OPTION, path, f"sink.integrity.corruption-handle-level: {value!r} is not warn or "
+                                                "error")
+            log.info("changefeed-config: sink.integrity.corruption-handle-level changes nothing in the sink's "
+                     "messages; passed over")
+        else:
+            raise ConfigError(OPTION, path, f"sink.integrity.{key} is not supported by the sink")
     return options
 
 

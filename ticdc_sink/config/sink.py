@@ -22,6 +22,7 @@ DELIVERY_MODES = ("exactly-once", "at-least-once")
 ORDER_CHECKS = ("warn", "error", "off")
 LARGE_MESSAGE_OPTIONS = ("none", "handle-key-only", "claim-check")
 COMPRESSIONS = ("none", "lz4", "snappy")  # TiCDC's pkg/compression
+INTEGRITY_CHECK_LEVELS = ("none", "correctness")  # TiCDC's pkg/config/integrity.go
 _AT_LEAST_ONE = {"minimum": 1}
 
 
@@ -70,6 +71,9 @@ class SinkConfig(OptionGroup):
     primary_key: str | None = None
     unique_keys: str | None = None
     column_selectors: str | None = field(default=None, metadata={"verbatim": True})  # table/selectors.py
+    # TiCDC's [sink.integrity] integrity-check-level: "correctness" sends each row's checksum where the protocol
+    # carries one (Avro with the TiDB extension, Simple: ``table/row_checksum.py``).
+    integrity_check_level: str = field(default="none", metadata={"choices": INTEGRITY_CHECK_LEVELS})
     op_column: str = "_op"
     commit_ts_column: str = "_commit_ts"
     before_column: str = "_before"
@@ -79,6 +83,11 @@ class SinkConfig(OptionGroup):
     ddl_type_column: str = "_ddl_type"
     start_ts_column: str = "_start_ts"
     row_id_column: str = "_tidb_rowid"
+
+    @property
+    def row_checksums(self) -> bool:
+        """Whether rows carry their checksums (integrity-check-level "correctness")."""
+        return self.integrity_check_level == "correctness"
 
     @property
     def kafka(self) -> dict[str, str]:

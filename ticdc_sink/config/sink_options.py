@@ -149,6 +149,9 @@ def _build(values: dict[str, str], kafka: dict[str, str], registry: dict[str, st
 
     if parsed.get("column_selectors") is not None:
         parse_column_selectors(str(parsed["column_selectors"]))  # refused here, before any task
+        if parsed.get("integrity_check_level") == "correctness":  # TiCDC's ReplicaConfig.ValidateAndAdjust
+            raise ConfigError("integrity-check-level", values["integrity-check-level"],
+                              "integrity check enabled and column selector set, not allowed")
     if "large_message_handle_option" in parsed:
         parsed["large_message_handle_option"] = parse_choice(
             "large-message-handle-option", parsed["large_message_handle_option"], LARGE_MESSAGE_OPTIONS)

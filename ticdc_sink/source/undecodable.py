@@ -6,6 +6,7 @@ from __future__ import annotations
 from ..codec.recognition import NotOfProtocol
 from ..codec.shared.compression import compression_hint
 from ..codec.shared.schema_registry import SchemaRegistryFailure
+from ..table.row_checksum import ChecksumMismatch
 
 
 def stops_every_message(error: Exception) -> bool:
@@ -19,6 +20,9 @@ def undecodable(protocol: str, error: Exception, topic: str, partition: int, off
     """(what is wrong with the message at ``offset``, what to do about it)."""
     if isinstance(error, NotOfProtocol):
         return f"topic {topic!r} partition {partition} offset {offset}: {error}", "check the protocol option"
+    if isinstance(error, ChecksumMismatch):
+        return (f"the {protocol} message at {topic} partition {partition} offset {offset} carries {error}",
+                "the row was changed after TiCDC wrote it; set on-error=skip to skip such rows")
     if stops_every_message(error):
         return (f"reading {topic} partition {partition} offset {offset}: {error}",
                 "every message needs the registry, so on-error=skip does not pass over this")
@@ -29,4 +33,6 @@ def undecodable(protocol: str, error: Exception, topic: str, partition: int, off
 
 def skipped_as(error: Exception) -> str:
     """How a read with on-error=skip counts a message it skipped for ``error``."""
+    if isinstance(error, ChecksumMismatch):
+        return "of a mismatched checksum"
     return f"not {error.protocol}" if isinstance(error, NotOfProtocol) else "undecodable"

@@ -14,11 +14,12 @@ import fastavro
 
 from ...config.sink import SinkConfig
 from ...table.mysql_types import MySQLType
+from ...table.row_checksum import utc_text, verify
 from ...table.type_grammar import carried_type
 from ..base import DDLEvent, Decoder, RowEvent, WatermarkEvent
 from ..shared.decoding import allowed_members, enum_index, set_bitmask, unsigned_64
 from ..shared.schema_registry import UsesSchemaRegistry
-from .schema import BEFORE_FIELD, EXTENSION_FIELDS
+from .schema import BEFORE_FIELD, CHECKSUM_FIELDS, EXTENSION_FIELDS
 
 
 class AvroDecoder(UsesSchemaRegistry, Decoder):
@@ -81,14 +82,16 @@ class AvroDecoder(UsesSchemaRegistry, Decoder):
         schema_id, record_ = self.registry.split(data)
         reader = self._readers.get(schema_id)
         if reader is None:
-            reader = self._readers[schema_id] = _Reader(self.registry.schema_text(schema_id))
+            reader = self._readers[schema_id] = _Reader(self.registry.schema_text(schema_id),
+                                                         getattr(self.config, "time_zone", None) or "UTC")
         return reader.read(record_)
 
 
 class _Reader:
     """One registered schema: its fastavro form and a converter to TiDB values per field."""
 
-    def __init__(self, text: str):
+    def __init__(self, text: str, time_zone: str = "UTC"):
+        self.time_zone = time_zone  # the changefeed's, which TIMESTAMP texts are in
         schema = json.loads(text)
         self.table = schema["name"]
         self.database = schema.get("namespace", "").partition(".")[2]
@@ -101,9 +104,25 @@ class _Reader:
         """The record's columns as TiDB values, and its other fields (the before-image's columns converted)."""
         record_ = fastavro.schemaless_reader(io.BytesIO(payload), self._parsed, None)
         others = {name: record_[name] for name in _NOT_COLUMNS if name in record_}
+        if others.get(_CHECKSUM):  # the row's checksum ("": none), of the row the value carries
+            verify(int(others[_CHECKSUM]), self._checksum_values(record_),
+                   f"the {_KINDS.get(others.get('_tidb_op'), 'row')} of {self.database}.{self.table} at commit ts "
+                   f"{others.get('_tidb_commit_ts')}")
         if others.get(BEFORE_FIELD) is not None:
             others[BEFORE_FIELD] = self._columns(others[BEFORE_FIELD])
         return self, self._columns(record_), others
+
+    def _checksum_values(self, record_: dict[str, Any]):
+        """Each column's (value, kind) as ``row_checksum`` takes it: ENUM, SET, BIT and BIGINT UNSIGNED as their
+        numbers, a TIMESTAMP's text in UTC (the message's is in the changefeed's time zone), else as written."""
+        for name, convert in self._converters.items():
+            value, kind = record_[name], self.column_types[name].kind
+            if value is not None:
+                if kind in ("enum", "set", "bit") or (kind == "bigint" and isinstance(value, str)):
+                    value = convert(value)
+                elif kind == "timestamp":
+                    value = utc_text(value, self.time_zone)
+            yield value, kind
 
     def _columns(self, record_: dict[str, Any]) -> dict[str, Any]:
         return {name: None if record_[name] is None else convert(record_[name])
@@ -124,7 +143,8 @@ def _is_control_event(value: bytes) -> bool:
     is 18 bytes before its record."""
     return value[:2] == b"\x01{" or (len(value) == 9 and value[:1] in (b"\x02", b"\x03"))
 # The value's fields that are no column: the TiDB extension's and the before-image.
-_NOT_COLUMNS = (*(f["name"] for f in EXTENSION_FIELDS), BEFORE_FIELD)
+_NOT_COLUMNS = (*(f["name"] for f in EXTENSION_FIELDS + CHECKSUM_FIELDS), BEFORE_FIELD)
+_CHECKSUM = CHECKSUM_FIELDS[0]["name"]
 
 
 def _value_type(avro_type: Any) -> dict:

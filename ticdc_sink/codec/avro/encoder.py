@@ -7,7 +7,9 @@ The key is a record of the handle-key columns (the primary key, else the NOT
 NULL unique key TiDB uses as the handle; a table with neither has no key); the
 value is a record of every column, followed with ``enable-tidb-extension`` by
 ``_tidb_op`` (``c``/``u``), ``_tidb_commit_ts`` and
-``_tidb_commit_physical_time``.  A delete is its key with a null value (a
+``_tidb_commit_physical_time``, and with ``integrity-check-level=correctness`` by the row's checksum
+(``_tidb_row_level_checksum``, ``_tidb_corrupted``, ``_tidb_checksum_version``: ``table/row_checksum.py``).
+A delete is its key with a null value (a
 tombstone).  With ``avro-include-before-value`` the value carries the row
 before the change after the columns (``_ticdc_before``: an update's old row,
 a delete's deleted row, null for an insert) and ``_tidb_op`` (``c``/``u``/``d``)
@@ -41,12 +43,13 @@ from ...ddl.protocol_types import tidb_action_code
 from ...ddl.statements import DDLChange
 from ...errors import ConfigError, ContractError
 from ...kafka.messages import BROADCAST, Messages
+from ...table.row_checksum import CHECKSUM_VERSION, row_checksums
 from ...table.schema import Column, TableSchema
 from ...table.value_text import decimal_text, enum_names, set_names, value_text
 from ...tso import TSO_LOGICAL_BITS
 from ..base import Encoder
 from ..shared.assembly import row_messages
-from ..shared.avro_binary import (concat, decimal_bytes, fixed_width, length_prefixed, null_last, nullable,
+from ..shared.avro_binary import (concat, decimal_bytes, fixed_width, length_prefixed, long_bytes, null_last, nullable,
                                   unsigned_bytes, varints)
 from ..shared.json_text import quote_json
 from ..shared.schema_registry import UsesSchemaRegistry, check_client_settings, subject
@@ -126,7 +129,17 @@ class AvroEncoder(UsesSchemaRegistry, Encoder):
 
     def _extension_fragments(self, batch: ChangeBatch) -> list[pa.Array]:
         commit_ts = batch.commit_ts.view(np.int64)
-        return [_operations(batch), varints(commit_ts), varints(commit_ts >> TSO_LOGICAL_BITS)]
+        fragments = [_operations(batch), varints(commit_ts), varints(commit_ts >> TSO_LOGICAL_BITS)]
+        if self.config.row_checksums:
+            # The row's checksum as decimal text (a delete's is its old row's, which is the row it carries), not
+            # corrupted, TiDB's checksum version (``nativeValueWithExtension``).
+            # A checksum of 0 (a row of NULLs only) is TiCDC's "none": the fields' defaults, "", false, 0.
+            checksums = row_checksums(batch.columns, self.table.columns, batch.num_rows)
+            fields = pc.binary_join_element_wise(
+                length_prefixed(pa.array(checksums, pa.uint32()).cast(pa.string())),
+                pa.scalar(b"\x00" + long_bytes(CHECKSUM_VERSION), pa.binary()), pa.scalar(b"", pa.binary()))
+            fragments.append(pc.if_else(pa.array(checksums == 0), pa.scalar(b"\x00\x00\x00", pa.binary()), fields))
+        return fragments
 
     def _schemas(self, topic: str, database: str, table: str) -> "_TopicSchemas":
         """A topic's key and value headers, registering its table's schemas the first time.

@@ -34,6 +34,13 @@ class AvroOptions(RegistryOptions, ProtocolOptions):
             raise ConfigError("topic", config.topic,
                               "the avro protocol needs a topic expression with {schema} and {table}")
         self.check_registry("Avro")
+        if config.row_checksums and not (self.enable_tidb_extension and self.avro_decimal_handling_mode == "string"
+                                         and self.avro_bigint_unsigned_handling_mode == "string"):
+            # TiCDC's words (pkg/sink/codec/common/config.go, Validate)
+            raise ConfigError("integrity-check-level", config.integrity_check_level,
+                              'Avro protocol with row level checksum, should set "enable-tidb-extension" to "true", '
+                              'and set "avro-decimal-handling-mode" to "string" and '
+                              '"avro-bigint-unsigned-handling-mode" to "string"')
         if self.avro_enable_watermark and not self.enable_tidb_extension:  # TiCDC passes it over silently
             log.info("avro-enable-watermark is used with enable-tidb-extension only; passed over, as TiCDC does")
             return dataclasses.replace(self, avro_enable_watermark=False)

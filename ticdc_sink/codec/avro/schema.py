@@ -35,6 +35,12 @@ EXTENSION_FIELDS = [
     {"default": 0, "name": "_tidb_commit_ts", "type": "long"},
     {"default": 0, "name": "_tidb_commit_physical_time", "type": "long"},
 ]
+# With integrity-check-level "correctness", after the extension's (``schemaWithExtension``).
+CHECKSUM_FIELDS = [
+    {"default": "", "name": "_tidb_row_level_checksum", "type": "string"},
+    {"default": False, "name": "_tidb_corrupted", "type": "boolean"},
+    {"default": 0, "name": "_tidb_checksum_version", "type": "int"},
+]
 BEFORE_FIELD = "_ticdc_before"
 
 
@@ -136,6 +142,8 @@ def value_record(table: str, database: str, columns: list[dict[str, Any]], confi
             fields.append(OPERATION_FIELD)
     if options.enable_tidb_extension:
         fields += EXTENSION_FIELDS
+        if config.row_checksums:
+            fields += CHECKSUM_FIELDS
     return record(table, database, fields, config)
 
 

@@ -31,6 +31,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ...table.row_checksum import CHECKSUM_VERSION
 from ...table.schema import Column
 from ...table.value_text import value_text
 from ..shared.avro_binary import concat, fixed_width, length_prefixed, long_bytes, nullable, string_bytes, varints
@@ -116,15 +117,23 @@ class SimpleAvro(SimpleWire):
 
     def dml(self, databases: pa.Array | str, tables: pa.Array | str, table_ids: np.ndarray | int, ops: np.ndarray,
             commit_ts: np.ndarray, build_ts: int, schema_version: int, data: pa.Array, old: pa.Array,
-            n: int, handle_key_only: bool = False, locations: pa.Array | None = None) -> pa.Array:
+            n: int, handle_key_only: bool = False, locations: pa.Array | None = None,
+            checksums: tuple[np.ndarray, np.ndarray] | None = None) -> pa.Array:
         """One DML message per row (``handle_key_only``: marked as standing for a row over max-message-bytes;
-        ``locations``: and, with claim-check, where each row's whole message is)."""
+        ``locations``: and, with claim-check, where each row's whole message is; ``checksums``: each row's
+        current and previous checksum, for its Checksum record)."""
+        extras = self._extras(handle_key_only, locations)
+        if checksums is not None:  # the checksum union's record branch in place of its null (the last byte),
+            # but where both are 0 (a row of NULLs only), which TiCDC's mounter leaves without a checksum
+            record = concat([_constant(b"\x02" + long_bytes(CHECKSUM_VERSION) + b"\x00"),
+                             varints(checksums[0].astype(np.int64)), varints(checksums[1].astype(np.int64))], n)
+            none = pa.array((checksums[0] == 0) & (checksums[1] == 0))
+            extras = [*extras[:-1], extras[-1][:-1], pc.if_else(none, _constant(b"\x00"), record)]
         return _assemble([
             _DML_HEAD, self._strings(databases), self._strings(tables),
             long_bytes(table_ids) if isinstance(table_ids, int) else varints(table_ids),
             pa.array(_DML_TYPES[ops], pa.binary()), varints(commit_ts.astype(np.int64)),
-            long_bytes(build_ts) + long_bytes(schema_version), *self._extras(handle_key_only, locations),
-            data, old,
+            long_bytes(build_ts) + long_bytes(schema_version), *extras, data, old,
         ], n)
 
     @staticmethod

@@ -9,6 +9,7 @@ import functools
 from typing import Any
 
 from ...table.mysql_types import INTEGER_KINDS, MySQLType
+from ...table.row_checksum import utc_text, verify
 from ...table.type_grammar import carried_type
 from ...table.value_text import go_float_text
 from ..base import DDLEvent, Decoder, LearnsTableSchemas, MessageColumns, RowEvent, WatermarkEvent
@@ -79,7 +80,10 @@ class SimpleDecoder(LearnsTableSchemas, Decoder):
         return [ddl, *released]
 
     def decode_columns(self, keys: list, values: list[bytes], types: dict) -> MessageColumns | None:
-        return decode_columns(self.decompressed_all(values), types)
+        values = self.decompressed_all(values)
+        if any(b'"checksum":' in value for value in values):  # rows to verify one by one (_row)
+            return None
+        return decode_columns(values, types)
 
     def type_unknown_rows_by(self, database: str, table: str, types: dict[str, MySQLType]) -> None:
         columns = [{"name": name, "dataType": {"mysqlType": t.base_name, "unsigned": t.unsigned,
@@ -101,6 +105,8 @@ class SimpleDecoder(LearnsTableSchemas, Decoder):
             known = row and {name: value for name, value in row.items() if name in types}
             return typed_row(known, lambda name, value: _decode_value(value, types[name]))
 
+        if doc.get("checksum"):
+            _verify_checksums(doc, schema)
         is_delete = doc["type"] == "DELETE"
         primary = next((i["columns"] for i in schema["indexes"] if i["primary"]), [])
         return RowEvent(type=doc["type"], database=doc["database"], table=doc["table"], commit_ts=doc["commitTs"],
@@ -108,6 +114,37 @@ class SimpleDecoder(LearnsTableSchemas, Decoder):
                         old=None if is_delete else typed(doc.get("old")), primary_keys=list(primary),
                         column_types={name: _column_type(t) for name, t in types.items()},
                         handle_key_only=bool(doc.get("handleKeyOnly")))
+
+
+def _verify_checksums(doc: dict, schema: dict) -> None:
+    """A row's ``checksum``: ``current`` of ``data``, ``previous`` of ``old`` (0: none), over the table's columns
+    in its order (``table/row_checksum.py``)."""
+    checksum = doc["checksum"]
+    where = f"the {doc['type']} of {doc['database']}.{doc['table']} at commit ts {doc.get('commitTs')}"
+    for expected, row, which in ((checksum.get("current", 0), doc.get("data"), "row"),
+                                 (checksum.get("previous", 0), doc.get("old"), "old row")):
+        if expected and row is not None:
+            values = ((_checksum_value(row.get(c["name"]), c["dataType"]), _column_type(c["dataType"]).kind)
+                      for c in schema["columns"])
+            verify(int(expected), values, f"{where}, its {which}")
+
+
+def _checksum_value(value: Any, data_type: dict) -> Any:
+    """A Simple value as ``row_checksum.value_bytes`` takes it: a number for the numeric kinds, a binary string's
+    bytes, a TIMESTAMP's text in UTC, else the text."""
+    if value is None or isinstance(value, (bytes, int, float)):
+        return value
+    if isinstance(value, dict):  # a TIMESTAMP, or Avro's UnsignedBigint
+        return utc_text(value["value"], value["location"]) if "location" in value else value["value"]
+    mysql_type = data_type["mysqlType"]
+    if data_type.get("charset") == "binary" and ("binary" in mysql_type or "blob" in mysql_type):
+        return base64.b64decode(value)
+    kind = _column_type(data_type).kind
+    if kind in INTEGER_KINDS or kind in ("year", "bit", "enum", "set"):
+        return int(value)
+    if kind in ("float", "double"):
+        return float(value)
+    return value
 
 
 @functools.lru_cache(maxsize=4096)

@@ -8,7 +8,8 @@ An INSERT carries ``data``, an UPDATE ``data`` and ``old``, a DELETE ``old``;
 DDL and WATERMARK go to every partition; a table-level DDL carries the table's
 schema (``table_schema.py``) and, where the statement tells what it was, the
 schema before it.  A table's BOOTSTRAP goes ahead of its rows when the sink's
-rule says it is due (``sink/bootstrap.py``).
+rule says it is due (``sink/bootstrap.py``).  With integrity-check-level "correctness" a row also carries its
+``checksum`` (``table/row_checksum.py``).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from ...ddl.protocol_types import CANAL_DDL_TYPES, CANAL_TYPE_NAMES, canal_ddl_t
 from ...ddl.statements import DDLChange, defined_columns, renamed_from
 from ...errors import ContractError
 from ...kafka.messages import BROADCAST, Messages
+from ...table.row_checksum import row_checksums
 from ...table.schema import TableSchema
 from ..base import Encoder, SendsTableSchemas
 from ..shared.assembly import at_updates, row_messages
@@ -66,7 +68,27 @@ class SimpleEncoder(SendsTableSchemas, Encoder):
         old = at_updates(batch, old, lambda before, updates: wire.member("old", self._rows(before, len(updates))))
         names = [_one_name_or_all(n) for n in self.route.target_names(batch.databases, batch.tables)]
         return wire.dml(*names, self._table_ids(batch), ops, batch.commit_ts, self.clock(), self.shape.version,
-                        data, old, n, self.marks_handle_key_only, locations)
+                        data, old, n, self.marks_handle_key_only, locations, self._checksums(batch, ops))
+
+    def _checksums(self, batch: ChangeBatch, ops: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """Each row's ``checksum`` current and previous (TiCDC's ``integrity.Checksum``), with
+        integrity-check-level "correctness": an INSERT's row is current, a DELETE's previous, an UPDATE's new
+        row current and old row previous (0 where none: an update the input gives without its old row).  The
+        checksum is of the whole row, also for a message of its handle key only."""
+        if not self.config.row_checksums:
+            return None
+        columns = self.whole.columns
+        if any(c.name not in batch.columns for c in columns):
+            columns = self.table.columns
+        row = row_checksums(batch.columns, columns, batch.num_rows)
+        is_delete = ops == OP_DELETE
+        current = np.where(is_delete, 0, row).astype(np.uint32)
+        previous = np.where(is_delete, row, 0).astype(np.uint32)
+        updates = np.flatnonzero(ops == OP_UPDATE)
+        if batch.before is not None and len(updates):
+            before = {c.name: batch.before[c.name].take(pa.array(updates)) for c in columns}
+            previous[updates] = row_checksums(before, columns, len(updates))
+        return current, previous
 
     def _rows(self, columns, n: int) -> pa.Array:
         return self.wire.row([c.name for c in self._members],

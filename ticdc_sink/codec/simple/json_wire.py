@@ -3,7 +3,8 @@
 
 Go's encoding/json marshalling TiCDC's message struct: fields in its order
 (``version, database, table, tableID, type, sql, commitTs, buildTs,
-schemaVersion, data, old, tableSchema, preTableSchema``), empty ones left out,
+schemaVersion, claimCheckLocation, handleKeyOnly, checksum, data, old, tableSchema, preTableSchema``),
+empty ones left out,
 map members (``data``, ``old``) sorted by name, and Go 1.22's escapes.  Every
 value is a JSON string but a TIMESTAMP, which is
 ``{"location":<time-zone>,"value":<text>}``, and binary strings are base64.
@@ -17,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ...table.row_checksum import CHECKSUM_VERSION
 from ...table.schema import Column
 from ...table.value_text import join, string_scalar, value_text
 from ..shared.json_text import (GO_JSON, base64_fragments, concat, json_fragments, object_parts, quote_json,
@@ -59,9 +61,17 @@ class SimpleJSON(SimpleWire):
 
     def dml(self, databases: pa.Array | str, tables: pa.Array | str, table_ids: np.ndarray | int, ops: np.ndarray,
             commit_ts: np.ndarray, build_ts: int, schema_version: int, data: pa.Array, old: pa.Array,
-            n: int, handle_key_only: bool = False, locations: pa.Array | None = None) -> pa.Array:
+            n: int, handle_key_only: bool = False, locations: pa.Array | None = None,
+            checksums: tuple[np.ndarray, np.ndarray] | None = None) -> pa.Array:
         """One DML message per row (``handle_key_only``: marked as standing for a row over max-message-bytes;
-        ``locations``: and, with claim-check, where each row's whole message is)."""
+        ``locations``: and, with claim-check, where each row's whole message is; ``checksums``: each row's
+        current and previous checksum)."""
+        checksum: list = []
+        if checksums is not None:  # none where both are 0 (a row of NULLs only), as TiCDC's mounter leaves it
+            present = join(f',"checksum":{{"version":{CHECKSUM_VERSION},"corrupted":false,"current":',
+                           pa.array(checksums[0]).cast(pa.string()), ',"previous":',
+                           pa.array(checksums[1]).cast(pa.string()), "}")
+            checksum = [pc.if_else(pa.array((checksums[0] == 0) & (checksums[1] == 0)), string_scalar(""), present)]
         return concat([
             f'{{"version":{VERSION},"database":', _quoted(databases), ',"table":', _quoted(tables),
             ',"tableID":', str(table_ids) if isinstance(table_ids, int) else pa.array(table_ids).cast(pa.string()),
@@ -69,7 +79,7 @@ class SimpleJSON(SimpleWire):
             ',"commitTs":', pa.array(commit_ts).cast(pa.string()),
             f',"buildTs":{build_ts},"schemaVersion":{schema_version}',
             *([',"claimCheckLocation":', _quoted(locations)] if locations is not None else []),
-            ',"handleKeyOnly":true' if handle_key_only else "", data, old, "}",
+            ',"handleKeyOnly":true' if handle_key_only else "", *checksum, data, old, "}",
         ], n)
 
     # -- control messages

@@ -45,9 +45,11 @@ class SimpleWire(ABC):
     @abstractmethod
     def dml(self, databases: pa.Array | str, tables: pa.Array | str, table_ids: np.ndarray | int, ops: np.ndarray,
             commit_ts: np.ndarray, build_ts: int, schema_version: int, data: pa.Array, old: pa.Array,
-            n: int, handle_key_only: bool = False, locations: pa.Array | None = None) -> pa.Array:
+            n: int, handle_key_only: bool = False, locations: pa.Array | None = None,
+            checksums: tuple[np.ndarray, np.ndarray] | None = None) -> pa.Array:
         """One DML message per row (``handle_key_only``: marked as standing for a row over max-message-bytes;
-        ``locations``: and, with claim-check, where each row's whole message is)."""
+        ``locations``: and, with claim-check, where each row's whole message is; ``checksums``: each row's
+        current and previous checksum, for its ``checksum``)."""
 
     # -- control messages
 

@@ -35,9 +35,13 @@ import (
 	commonType "github.com/pingcap/ticdc/pkg/common"
 	commonEvent "github.com/pingcap/ticdc/pkg/common/event"
 	"github.com/pingcap/ticdc/pkg/config"
+	"github.com/pingcap/ticdc/pkg/filter"
+	"github.com/pingcap/ticdc/pkg/integrity"
 	"github.com/pingcap/ticdc/pkg/routing"
 	"github.com/pingcap/ticdc/pkg/sink/codec"
 	"github.com/pingcap/ticdc/pkg/sink/codec/common"
+	"github.com/pingcap/ticdc/pkg/util"
+	"github.com/pingcap/tidb/pkg/util/chunk"
 )
 
 // Each table's events take the commit ts after this one, one after another.
@@ -120,16 +124,16 @@ type message struct {
 }
 
 type tableGolden struct {
-	TableID       int64             `json:"table_id"`
-	SchemaVersion uint64            `json:"schema_version"`
-	Query         string            `json:"query"` // the CREATE TABLE as TiDB hands it to TiCDC
+	TableID       int64  `json:"table_id"`
+	SchemaVersion uint64 `json:"schema_version"`
+	Query         string `json:"query"` // the CREATE TABLE as TiDB hands it to TiCDC
 	// RoutedQuery is the CREATE TABLE as table routing (target-schema, target-table) rewrote it, where it did.
-	RoutedQuery string `json:"routed_query,omitempty"`
-	DDL           *message          `json:"ddl,omitempty"`
-	Bootstrap     *message          `json:"bootstrap,omitempty"`
-	Messages      []message         `json:"messages"`
-	Registered    map[string]string `json:"registered,omitempty"`
-	Glue          *glueGolden       `json:"glue,omitempty"`
+	RoutedQuery string            `json:"routed_query,omitempty"`
+	DDL         *message          `json:"ddl,omitempty"`
+	Bootstrap   *message          `json:"bootstrap,omitempty"`
+	Messages    []message         `json:"messages"`
+	Registered  map[string]string `json:"registered,omitempty"`
+	Glue        *glueGolden       `json:"glue,omitempty"`
 }
 
 type event struct {
@@ -167,9 +171,19 @@ func TestGoldens(t *testing.T) {
 		cases = append(cases, c.asTable())
 	}
 
+	// TiDB writes each row with its checksum (tidb_enable_row_level_checksum, which a session reads when it is
+	// made: the helper's session is told too), and the rows are mounted as a changefeed with [sink.integrity]
+	// integrity-check-level = "correctness" mounts them: the events carry the checksums, which only the
+	// encoders configured with integrity write.
 	helper := commonEvent.NewEventTestHelperWithTimeZone(t, time.UTC)
 	defer helper.Close()
+	helper.Tk().MustExec("set global tidb_enable_row_level_checksum = 1")
+	helper.Tk().Session().GetSessionVars().EnableRowLevelChecksum = true
 	helper.Tk().MustExec("use test")
+	rows := &rowMaker{helper: helper, mounter: commonEvent.NewMounter(time.UTC, &integrity.Config{
+		IntegrityCheckLevel:   util.AddressOf(integrity.CheckLevelCorrectness),
+		CorruptionHandleLevel: util.AddressOf(integrity.CorruptionHandleLevelError),
+	})}
 
 	commitTs := uint64(baseCommitTs)
 	next := func(dml *commonEvent.DMLEvent, name string) event {
@@ -181,6 +195,7 @@ func TestGoldens(t *testing.T) {
 		return event{name, &commonEvent.RowEvent{
 			PhysicalTableID: dml.GetTableID(), TableInfo: dml.TableInfo, StartTs: commitTs - 1, CommitTs: commitTs,
 			Event: row, ColumnSelector: columnselector.NewDefaultColumnSelector(),
+			Checksum: row.Checksum, // as TiCDC's Kafka sink hands it on (downstreamadapter/sink/helper)
 		}}
 	}
 	ddls := map[string]*commonEvent.DDLEvent{}
@@ -223,16 +238,16 @@ func TestGoldens(t *testing.T) {
 		}
 		for i, row := range c.Inserts {
 			events[c.Name] = append(events[c.Name],
-				next(helper.DML2Event("test", "t_"+c.Name, insert(row)), fmt.Sprintf("insert %d", i+1)))
+				next(rows.insert(ddl, insert(row)), fmt.Sprintf("insert %d", i+1)))
 		}
 		assignments := make([]string, len(c.Columns))
 		for i, value := range c.Update[1] {
 			assignments[i] = fmt.Sprintf("%s = %s", c.Columns[i][0], literal(value))
 		}
-		update, _ := helper.DML2UpdateEvent("test", "t_"+c.Name, insert(c.Update[0]),
+		update := rows.update(ddl, insert(c.Update[0]),
 			fmt.Sprintf("UPDATE %s SET %s WHERE %s", table, strings.Join(assignments, ", "), where(c.Update[0])))
 		events[c.Name] = append(events[c.Name], next(update, "update"))
-		events[c.Name] = append(events[c.Name], next(helper.DML2DeleteEvent("test", "t_"+c.Name, insert(c.Delete),
+		events[c.Name] = append(events[c.Name], next(rows.delete(ddl, insert(c.Delete),
 			fmt.Sprintf("DELETE FROM %s WHERE %s", table, where(c.Delete))), "delete"))
 	}
 
@@ -262,6 +277,53 @@ func TestGoldens(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// rowMaker runs DMLs in the mock TiDB and mounts their rows as the test helper's DML2Event, DML2UpdateEvent and
+// DML2DeleteEvent do, but with a mounter that verifies and keeps each row's checksum, as TiCDC's does for a
+// changefeed with integrity-check-level "correctness" (pkg/common/event/mounter.go).
+type rowMaker struct {
+	helper  *commonEvent.EventTestHelper
+	mounter commonEvent.Mounter
+}
+
+func (r *rowMaker) event(ddl *commonEvent.DDLEvent, raw *commonType.RawKVEntry) *commonEvent.DMLEvent {
+	table := ddl.TableInfo
+	ts := table.GetUpdateTS()
+	dml := commonEvent.NewDMLEvent(commonType.NewDispatcherID(), table.TableName.TableID, ts-1, ts+1, table)
+	dml.SetRows(chunk.NewChunkWithCapacity(table.GetFieldSlice(), 1))
+	if err := dml.AppendRow(raw, r.mounter.DecodeToChunk, nil, filter.DMLFilterContext{}); err != nil {
+		panic(err)
+	}
+	return dml
+}
+
+func (r *rowMaker) rawKVs(ddl *commonEvent.DDLEvent, dmls ...string) []*commonType.RawKVEntry {
+	return r.helper.DML2RawKv(ddl.TableInfo.TableName.TableID, ddl.TableInfo.GetUpdateTS(), dmls...)
+}
+
+func (r *rowMaker) insert(ddl *commonEvent.DDLEvent, dml string) *commonEvent.DMLEvent {
+	return r.event(ddl, r.rawKVs(ddl, dml)[0])
+}
+
+// update is the row the first DML (an INSERT) writes, changed by the second (an UPDATE): one put with its old value.
+func (r *rowMaker) update(ddl *commonEvent.DDLEvent, insert, update string) *commonEvent.DMLEvent {
+	kvs := r.rawKVs(ddl, insert, update)
+	return r.event(ddl, &commonType.RawKVEntry{
+		OpType: commonType.OpTypePut, KeyLen: uint32(len(kvs[1].Key)), ValueLen: uint32(len(kvs[1].Value)),
+		OldValueLen: uint32(len(kvs[0].Value)), Key: kvs[1].Key, Value: kvs[1].Value, OldValue: kvs[0].Value,
+		StartTs: kvs[0].StartTs, CRTs: kvs[1].CRTs,
+	})
+}
+
+// delete is the row the INSERT writes, deleted (the DELETE then removes it from the mock TiDB).
+func (r *rowMaker) delete(ddl *commonEvent.DDLEvent, insert, deleteDML string) *commonEvent.DMLEvent {
+	kv := r.rawKVs(ddl, insert)[0]
+	dml := r.event(ddl, &commonType.RawKVEntry{
+		OpType: commonType.OpTypeDelete, Key: kv.Key, OldValue: kv.Value, StartTs: kv.StartTs, CRTs: kv.CRTs,
+	})
+	r.helper.Tk().MustExec(deleteDML)
+	return dml
 }
 
 // newEncoder is TiCDC's encoder of a configuration, as its Kafka sink makes it for topic.
