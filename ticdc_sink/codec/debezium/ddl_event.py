@@ -23,7 +23,7 @@ from decimal import Decimal
 import numpy as np
 
 from ...ddl.statements import column_definitions, defined_columns
-from ...table.column_default import CURRENT_TIMESTAMP, bit_default_number
+from ...table.column_default import CURRENT_TIMESTAMP
 from ...table.mysql_types import INTEGER_KINDS, TABLE_CHARSET, default_width
 from ...table.type_grammar import DefaultLiteral, definition_default
 from ...table.value_text import go_float_text
