@@ -10,6 +10,7 @@ time, so a micro-batch's planning reads little of the topic.
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass
 from typing import Iterator
 
@@ -29,6 +30,7 @@ from .undecodable import undecodable
 
 PartitionKey = str  # "topic:partition", the key of a partition in offsets Spark keeps as JSON
 _FIRST_WINDOW = 1000  # messages read back from a partition's end to find its last watermark
+_FIRST_ANSWER_S = 10.0  # how long the end check waits for the brokers' first answer
 
 
 def partition_key(topic: str, partition: int) -> PartitionKey:
@@ -110,14 +112,18 @@ class TopicsView:
 
     def _confirmed_ends(self, reported: dict[PartitionKey, int]) -> dict[PartitionKey, int]:
         """The reported ends, or past the last message found beyond them (a broker that reports its ends too
-        low): read from each until its partition end, or a quiet second."""
+        low): read from each until its partition end, or a quiet second once the brokers have answered (the
+        first fetch of a busy machine may take longer; up to ``_FIRST_ANSWER_S``)."""
         ends = dict(reported)
         assign(self._consumer, [TopicPartition(*split_key(k), offset) for k, offset in reported.items()], self.timeout)
-        open_ = set(reported)
+        open_, started, answered = set(reported), time.monotonic(), False
         while open_:
             message = self._consumer.poll(1.0)
             if message is None:
-                break
+                if answered or time.monotonic() - started > _FIRST_ANSWER_S:
+                    break
+                continue
+            answered = True
             key = partition_key(message.topic(), message.partition())
             if message.error() is not None:
                 open_.discard(key)
