@@ -222,3 +222,18 @@ def test_integrity_with_column_selectors_is_refused_as_ticdc_does():
                                                "column-selectors": '[{"matcher": ["shop.*"], "columns": ["id"]}]'})
     with pytest.raises(ConfigError, match="expected one of none, correctness"):
         parse(protocol="simple", topic="t", **{"integrity-check-level": "full"})
+
+
+def test_kafka_configs_auto_create_topic_and_client_id_apply_as_the_sink_uris_do(tmp_path):
+    path = tmp_path / "changefeed.toml"
+    path.write_text('[sink.kafka-config]\nauto-create-topic = false\nkafka-client-id = "cdc-orders"\n')
+    config = parse(path, protocol="canal-json", topic="t")
+    assert (config.auto_create_topic, config.kafka["client.id"]) == (False, "cdc-orders")
+
+
+def test_a_top_level_integrity_section_is_passed_over_with_a_warning(tmp_path, caplog):
+    path = tmp_path / "changefeed.toml"
+    path.write_text('[integrity]\nintegrity-check-level = "correctness"\n')
+    with caplog.at_level("WARNING", logger="ticdc_sink.config.changefeed"):
+        config = parse(path, protocol="simple", topic="t")
+    assert config.integrity_check_level == "none" and "[sink.integrity]" in caplog.text

@@ -278,7 +278,7 @@ def test_a_version_the_registry_lacks_is_one_messages_failure(glue_registry):
 
 def test_without_boto3_the_option_says_what_to_install(glue_registry, monkeypatch):
     monkeypatch.setitem(sys.modules, "boto3", None)
-    with pytest.raises(ConfigError, match=r"needs boto3, which is not installed: pip install 'ticdc-sink\[glue\]'"):
+    with pytest.raises(ConfigError, match=r"needs boto3, which is not installed: install the package's glue extra \(pip install -e '\.\[glue\]'"):
         encode("avro", glue_registry.options())
 
 

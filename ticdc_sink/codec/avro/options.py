@@ -42,6 +42,6 @@ class AvroOptions(RegistryOptions, ProtocolOptions):
                               'and set "avro-decimal-handling-mode" to "string" and '
                               '"avro-bigint-unsigned-handling-mode" to "string"')
         if self.avro_enable_watermark and not self.enable_tidb_extension:  # TiCDC passes it over silently
-            log.info("avro-enable-watermark is used with enable-tidb-extension only; passed over, as TiCDC does")
+            log.warning("avro-enable-watermark is used with enable-tidb-extension only; passed over, as TiCDC does")
             return dataclasses.replace(self, avro_enable_watermark=False)
         return self

@@ -40,7 +40,7 @@ class CanalJSONOptions(ProtocolOptions):
         if not self.output_row_key or reading:
             return self
         if not self.enable_tidb_extension:
-            log.info("canal-json: output-row-key is set but enable-tidb-extension is not, so no message carries "
+            log.warning("canal-json: output-row-key is set but enable-tidb-extension is not, so no message carries "
                      "the row key (_tidb.rowkey), as in TiCDC")
             return dataclasses.replace(self, output_row_key=False)
         if not self.table_id:

@@ -102,7 +102,8 @@ def _boto3():
         from botocore.config import Config
     except ImportError:
         raise ConfigError("glue-schema-registry-name", None, "the AWS Glue Schema Registry needs boto3, which is "
-                          "not installed: pip install 'ticdc-sink[glue]' on the driver and the executors") from None
+                          "not installed: install the package's glue extra (pip install -e '.[glue]' in a clone) "
+                          "or boto3 on the driver and the executors") from None
     return boto3, Config
 
 
