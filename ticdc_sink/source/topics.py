@@ -30,7 +30,6 @@ from .undecodable import undecodable
 
 PartitionKey = str  # "topic:partition", the key of a partition in offsets Spark keeps as JSON
 _FIRST_WINDOW = 1000  # messages read back from a partition's end to find its last watermark
-_FIRST_ANSWER_S = 10.0  # how long the end check waits for the brokers' first answer
 
 
 def partition_key(topic: str, partition: int) -> PartitionKey:
@@ -112,18 +111,21 @@ class TopicsView:
 
     def _confirmed_ends(self, reported: dict[PartitionKey, int]) -> dict[PartitionKey, int]:
         """The reported ends, or past the last message found beyond them (a broker that reports its ends too
-        low): read from each until its partition end, or a quiet second once the brokers have answered (the
-        first fetch of a busy machine may take longer; up to ``_FIRST_ANSWER_S``)."""
+        low): each partition is read from its reported end until the brokers report its end (a partition EOF).
+        Quiet is not taken for an end: under load one partition's fetch can come seconds after another's, and a
+        read that stopped at the first quiet second missed rows.  No answer within broker-timeout-ms is a
+        failure, not an end."""
         ends = dict(reported)
         assign(self._consumer, [TopicPartition(*split_key(k), offset) for k, offset in reported.items()], self.timeout)
-        open_, started, answered = set(reported), time.monotonic(), False
+        open_, last_answer = set(reported), time.monotonic()
         while open_:
-            message = self._consumer.poll(1.0)
+            message = self._consumer.poll(min(1.0, self.timeout))
             if message is None:
-                if answered or time.monotonic() - started > _FIRST_ANSWER_S:
-                    break
+                if time.monotonic() - last_answer > self.timeout:
+                    raise DeliveryError(unreachable(self.config.sink, "no partition end reported for "
+                                                    + ", ".join(sorted(open_)), self._errors))
                 continue
-            answered = True
+            last_answer = time.monotonic()
             key = partition_key(message.topic(), message.partition())
             if message.error() is not None:
                 open_.discard(key)
