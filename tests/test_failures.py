@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -117,6 +118,41 @@ def test_a_port_nothing_listens_on_fails_within_the_broker_timeout_in_one_clear_
     assert line == (f"cannot reach the Kafka brokers {dead} within broker-timeout-ms=2000 ({dead}/bootstrap: "
                     f"Connect to ipv4#{dead} failed: Connection refused): check kafka.bootstrap.servers, the network "
                     "and the security settings, or raise broker-timeout-ms")
+
+
+def test_brokers_gone_while_a_read_is_planned_fail_it_within_the_broker_timeout_in_one_line(
+        broker_that_goes_away, topic, monkeypatch):
+    """Brokers that answer the offsets' listing and are gone when the plan reads a partition's end: the same one
+    line as brokers never reached, not a wait for ever nor librdkafka's exception."""
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import OffsetSpec
+
+    from ticdc_sink.config.reader import parse_read_options
+    from ticdc_sink.source.topics import TopicsView
+
+    gone = broker_that_goes_away
+    producer = Producer({"bootstrap.servers": gone.bootstrap_servers})
+    producer.produce(topic, b"v")
+    assert producer.flush(30) == 0
+    del producer  # its log lines once the broker is gone are not the read's
+    listed = TopicsView._list_offsets
+
+    def then_gone(view, parts, spec):
+        offsets = listed(view, parts, spec)
+        if spec is OffsetSpec.latest():
+            os.kill(gone.pid, signal.SIGKILL)
+        return offsets
+
+    monkeypatch.setattr(TopicsView, "_list_offsets", then_gone)
+    with TopicsView(parse_read_options({**options(gone.bootstrap_servers), "topic": topic})) as view:
+        keys = view.partitions()
+        started = time.monotonic()
+        with pytest.raises(DeliveryError) as error:
+            view.bounds(keys)
+    assert time.monotonic() - started < 2 + 1.5
+    line = str(error.value)
+    assert line.startswith(f"cannot reach the Kafka brokers {gone.bootstrap_servers} within broker-timeout-ms=2000 (")
+    assert "Connection refused" in line and line.endswith("or raise broker-timeout-ms"), line
 
 
 def test_client_errors_keep_each_reason_once_without_the_count_of_brokers_down():

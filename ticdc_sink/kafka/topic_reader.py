@@ -16,7 +16,7 @@ from .token_callback import DEFAULT_WITHIN, Within, failure_note
 _CONSUME_BATCH = 2000  # messages asked of librdkafka at once
 # The refusal of the consumer group that confluent-kafka requires and librdkafka looks up even for a consumer that
 # only assigns and commits nothing: it does not concern a read (whose login needs no group ACL).
-_GROUP_REFUSED = KafkaError.GROUP_AUTHORIZATION_FAILED
+GROUP_REFUSED = KafkaError.GROUP_AUTHORIZATION_FAILED
 
 
 def iter_messages(bootstrap_servers: str, topic: str, idle_seconds: float = 5.0,
@@ -55,7 +55,7 @@ def iter_messages(bootstrap_servers: str, topic: str, idle_seconds: float = 5.0,
             if message is None:
                 continue
             if message.error():
-                if message.error().code() in (KafkaError._PARTITION_EOF, _GROUP_REFUSED):
+                if message.error().code() in (KafkaError._PARTITION_EOF, GROUP_REFUSED):
                     continue
                 raise DeliveryError(f"reading {topic}: {message.error().str()}")
             count, last = count + 1, time.monotonic()
@@ -145,7 +145,7 @@ def _within(batch: list, end: int, topic: str, partition: int) -> tuple[list, bo
     messages = []
     for message in batch:
         error = message.error()
-        if error is not None and error.code() == _GROUP_REFUSED:
+        if error is not None and error.code() == GROUP_REFUSED:
             continue
         if error is not None and error.code() != KafkaError._PARTITION_EOF:
             raise DeliveryError(f"reading {topic} partition {partition}: {error.str()}")

@@ -1,8 +1,8 @@
 """The driver's view of the topics a read covers: their partitions, offset bounds and watermarks.
 
 Offsets come from the brokers (ListOffsets, read_committed unless the
-read's ``kafka.isolation.level`` says otherwise); an end a broker reports
-too low (the embedded broker's) is confirmed by reading past it.
+read's ``kafka.isolation.level`` says otherwise); a start a broker reports
+too high or an end too low (the embedded broker's) is confirmed by reading.
 Watermarks are found by reading back from a partition's end, a window at a
 time, so a micro-batch's planning reads little of the topic.
 """
@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Iterator
 
-from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
+from confluent_kafka import IsolationLevel, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import OffsetSpec
 
 from ..codec import decoder_for, recognition
@@ -25,7 +25,7 @@ from ..kafka import clients
 from ..kafka.client_log import ClientErrors
 from ..kafka.producer import client_settings, unreachable
 from ..kafka.token_callback import broker_timeout
-from ..kafka.topic_reader import assign, iter_range, reader_settings
+from ..kafka.topic_reader import GROUP_REFUSED, assign, iter_range, reader_settings
 from .undecodable import undecodable
 
 PartitionKey = str  # "topic:partition", the key of a partition in offsets Spark keeps as JSON
@@ -61,7 +61,8 @@ class TopicsView:
         self._errors = ClientErrors()
         within = broker_timeout(config.sink.broker_timeout_ms)
         self._admin = clients.admin({**settings, **self._errors.settings}, within)
-        self._consumer = clients.consumer(reader_settings(self.consumer_settings), within)
+        self._consumer = clients.consumer({**reader_settings(self.consumer_settings), **self._errors.settings},
+                                          within)
 
     def close(self) -> None:
         self._consumer.close()
@@ -95,10 +96,9 @@ class TopicsView:
         if not keys:
             return {}
         parts = [TopicPartition(*split_key(k)) for k in keys]
-        low = self._list_offsets(parts, OffsetSpec.earliest())
-        high = self._list_offsets(parts, OffsetSpec.latest())
-        ends = self._confirmed_ends(high)
-        return {k: (low[k], ends[k]) for k in keys}
+        starts = self._confirmed_starts(self._list_offsets(parts, OffsetSpec.earliest()))
+        ends = self._confirmed_ends(self._list_offsets(parts, OffsetSpec.latest()))
+        return {k: (starts[k], ends[k]) for k in keys}
 
     def _list_offsets(self, parts: list[TopicPartition], spec: OffsetSpec) -> dict[PartitionKey, int]:
         futures = self._admin.list_offsets({p: spec for p in parts}, isolation_level=self._isolation,
@@ -109,15 +109,38 @@ class TopicsView:
             raise DeliveryError(f"listing the offsets of {self.config.describe_topics()}: {e.args[0].str()}") \
                 from None
 
+    def _confirmed_starts(self, reported: dict[PartitionKey, int]) -> dict[PartitionKey, int]:
+        """The reported starts, or the first message's offset where one comes before them: the embedded broker
+        answers "earliest" with the batch it stored first, which under concurrent producers is not always the
+        lowest offset (a read from it lost the row before).  A partition reported to start past offset 0 is read
+        from 0 (where the brokers removed it, from the earliest offset they keep) to its first message."""
+        starts = dict(reported)
+        for key, offset in self._scan({k: 0 for k, start in reported.items() if start > 0}, first_only=True):
+            starts[key] = min(starts[key], offset)
+        return starts
+
     def _confirmed_ends(self, reported: dict[PartitionKey, int]) -> dict[PartitionKey, int]:
         """The reported ends, or past the last message found beyond them (a broker that reports its ends too
-        low): each partition is read from its reported end until the brokers report its end (a partition EOF).
-        Quiet is not taken for an end: under load one partition's fetch can come seconds after another's, and a
-        read that stopped at the first quiet second missed rows.  No answer within broker-timeout-ms is a
-        failure, not an end."""
+        low): each partition is read from its reported end until the brokers report its end (a partition EOF)."""
         ends = dict(reported)
-        assign(self._consumer, [TopicPartition(*split_key(k), offset) for k, offset in reported.items()], self.timeout)
-        open_, last_answer = set(reported), time.monotonic()
+        for key, offset in self._scan(reported, first_only=False):
+            ends[key] = max(ends[key], offset + 1)
+        return ends
+
+    def _scan(self, starts: dict[PartitionKey, int], first_only: bool) -> Iterator[tuple[PartitionKey, int]]:
+        """The partition and offset of each message from ``starts`` to the partition's end (its partition EOF),
+        or of its first message only.  Quiet is not taken for an end: under load one partition's fetch can come
+        seconds after another's, and a read that stopped at the first quiet second missed rows.  No answer within
+        broker-timeout-ms is a failure, not an end; so is a partition's own error (a topic deleted meanwhile)."""
+        if not starts:
+            return
+        try:
+            assign(self._consumer, [TopicPartition(*split_key(k), offset) for k, offset in starts.items()],
+                   self.timeout)
+        except KafkaException as e:
+            self._consumer.poll(0)  # serves error_cb
+            raise DeliveryError(unreachable(self.config.sink, e.args[0], self._errors)) from None
+        open_, last_answer = set(starts), time.monotonic()
         while open_:
             message = self._consumer.poll(min(1.0, self.timeout))
             if message is None:
@@ -127,11 +150,17 @@ class TopicsView:
                 continue
             last_answer = time.monotonic()
             key = partition_key(message.topic(), message.partition())
-            if message.error() is not None:
+            if key not in open_:
+                continue
+            error = message.error()
+            if error is None:
+                yield key, message.offset()
+                if first_only:
+                    open_.discard(key)
+            elif error.code() == KafkaError._PARTITION_EOF:
                 open_.discard(key)
-            else:
-                ends[key] = max(ends[key], message.offset() + 1)
-        return ends
+            elif error.code() != GROUP_REFUSED:
+                raise DeliveryError(f"reading {message.topic()} partition {message.partition()}: {error.str()}")
 
     def start_offsets(self, spec: str | dict, keys: list[PartitionKey],
                       bounds: dict[PartitionKey, tuple[int, int]]) -> dict[PartitionKey, int]:
