@@ -122,17 +122,20 @@ class Native:
         return NativeProducer(self._extension, producer) if self._extension.registered(id(producer)) else None
 
 
-_loaded: tuple[Native | None, str] | None = None
+_loaded: dict[tuple[tuple[int, ...], tuple[int, ...]], tuple[Native | None, str]] = {}
 _told: set[str] = set()
 
 
 def load(fenced: Iterable[int], purged: Iterable[int]) -> tuple[Native | None, str]:
     """The bound extension, or None and why not.  ``fenced`` and ``purged``: the error codes the delivery
-    accounting notes as fencing, and counts as failed without a reason."""
-    global _loaded
-    if _loaded is None:
-        _loaded = _load(tuple(fenced), tuple(purged))
-    return _loaded
+    accounting notes as fencing, and counts as failed without a reason (``producer.py``'s; bound once per
+    process, so every call must give the same)."""
+    codes = (tuple(int(c) for c in fenced), tuple(int(c) for c in purged))
+    if codes not in _loaded:
+        if _loaded:
+            raise ValueError(f"ticdc-sink-native is bound with the codes {next(iter(_loaded))}, not {codes}")
+        _loaded[codes] = _load(*codes)
+    return _loaded[codes]
 
 
 def _load(fenced: tuple[int, ...], purged: tuple[int, ...]) -> tuple[Native | None, str]:

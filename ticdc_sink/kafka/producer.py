@@ -392,6 +392,7 @@ class KafkaOutput:
             self._producer.flush(0)
         except KafkaException:  # a fenced producer is in a fatal state: nothing is left to send, it says so again
             pass
+        self._take_native()
 
 
 def _is_client_setting(key: str) -> bool:
