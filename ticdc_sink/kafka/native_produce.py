@@ -85,17 +85,17 @@ class NativeBatch:
         self._topic_of = None if messages.topic_of_message is None \
             else np.ascontiguousarray(messages.topic_of_message, dtype=np.int32)
         self._partitions = np.ascontiguousarray(messages.partitions, dtype=np.int32)
-        self._values, self._value_buffers = _binary_buffers(messages.values)
-        self._keys, self._key_buffers = _binary_buffers(messages.keys)
+        self._values, value_buffers = _binary_buffers(messages.values)
+        self._keys, key_buffers = _binary_buffers(messages.keys)
+        self._arguments = (producer._id, self._topics, 0 if self._topic_of is None else _address(self._topic_of),
+                           _address(self._partitions), value_buffers, key_buffers)
 
     def produce(self, start: int, end: int) -> tuple[int, int]:
         """Enqueue messages ``start``..``end``-1 in order; returns how many were, and the error code of the
         message refused after them (0: none was).  Nothing after a refused message is enqueued."""
         if start >= end:
             return 0, 0
-        return self._producer._extension.produce(
-            self._producer._id, self._topics, 0 if self._topic_of is None else _address(self._topic_of),
-            _address(self._partitions), self._value_buffers, self._key_buffers, start, end)
+        return self._producer._extension.produce(*self._arguments, start, end)
 
     def topic(self, index: int) -> str:
         return self.messages.topics[0 if self._topic_of is None else int(self._topic_of[index])]
