@@ -508,14 +508,27 @@ static PyObject *py_produce(PyObject *self, PyObject *args) {
     Py_ssize_t i = start;
     rd_kafka_resp_err_t err = 0;
     Py_BEGIN_ALLOW_THREADS
-    rd_kafka_t *client = state->rk;
+    /* The topics' handles first, outside the producing window: a new topic's metadata can fail messages waiting
+     * for it, whose on_acknowledgement must count them. */
+    int32_t refused_topic = -1; /* a topic librdkafka gave no handle, refused at its first message below */
+    rd_kafka_resp_err_t topic_err = 0;
+    Py_ssize_t made = 0;
+    for (Py_ssize_t m = start; m < end && made < topic_count && refused_topic < 0; m++) {
+        int32_t t = topic_index ? topic_index[m] : 0;
+        if (handles[t])
+            continue;
+        if ((handles[t] = rk.topic_new(state->rk, names[t], NULL))) {
+            made++;
+        } else {
+            refused_topic = t;
+            topic_err = rk.last_error();
+        }
+    }
     producing = 1;
     for (; i < end; i++) {
         int32_t t = topic_index ? topic_index[i] : 0;
-        if (!handles[t] && !(handles[t] = rk.topic_new(client, names[t], NULL))) {
-            err = rk.last_error();
-            if (!err)
-                err = RD_KAFKA_RESP_ERR__INVALID_ARG;
+        if (t == refused_topic || !handles[t]) { /* (no topic after the refused one is reached) */
+            err = topic_err ? topic_err : RD_KAFKA_RESP_ERR__INVALID_ARG;
             break;
         }
         size_t value_len, key_len;
