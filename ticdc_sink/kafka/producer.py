@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import sys
 import time
 
 import pyarrow as pa
@@ -314,18 +315,24 @@ class KafkaOutput:
                 self._producer.poll(timeout)
         except TiCDCSinkError:
             raise
-        except Exception:
-            if self._log.fatal is None:
+        except:  # noqa: E722 -- see below
+            # confluent-kafka raises a fatal error from the poll or flush that served it, and where no Python
+            # delivery report ran after it (the native path), what it leaves raised is the KafkaError itself,
+            # which is no exception class: only a bare except takes it.  Its text stands in for the log line.
+            raised = sys.exc_info()[1]
+            error = raised.args[0] if isinstance(raised, KafkaException) and raised.args else raised
+            fatal = self._log.fatal or (error.str() if isinstance(error, KafkaError) and error.fatal() else None)
+            if fatal is None:
                 raise
         else:
             self._take_native()
             return
         self._take_native()
         # Raised outside the except clause: the exception confluent-kafka left is noise, not the cause.
-        if any(text in self._log.fatal for text in FENCED_TEXTS) and self._fenced_by is None:
-            self._fenced_by = self._log.fatal
+        if any(text in fatal for text in FENCED_TEXTS) and self._fenced_by is None:
+            self._fenced_by = fatal
         self._raise_if_failed()
-        raise DeliveryError(f"the Kafka client failed on {self.config.bootstrap_servers}: {self._log.fatal}"
+        raise DeliveryError(f"the Kafka client failed on {self.config.bootstrap_servers}: {fatal}"
                             + self._client_errors.note())
 
     def _on_delivery(self, error, message) -> None:
