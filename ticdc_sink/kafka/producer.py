@@ -290,15 +290,9 @@ class KafkaOutput:
         if taken.fenced:
             self._note_fenced(KafkaError(taken.fenced))
         for topic, partition, code in taken.failures:
-            reason = f"{topic}[{partition}]: {KafkaError(code).str()}"
-            if len(self._failures) < 5 and reason not in self._failures:
-                self._failures.append(reason)
+            self._note_failure(topic, partition, KafkaError(code))
         for topic, partition, first, last in taken.spans:
-            span = self.offsets.get((topic, partition))
-            if span is None:
-                self.offsets[(topic, partition)] = [first, last]
-            elif last > span[1]:
-                span[1] = last
+            self._note_acknowledged((topic, partition), first, last)
 
     def _wait_for_room(self) -> None:
         """The local queue is full: serve delivery reports until there is room."""
@@ -340,19 +334,24 @@ class KafkaOutput:
         if error is not None:
             self._failed += 1
             self._note_fenced(error)
-            if error.code() in _PURGED:
-                return  # the reason is what purged it, told apart (a failed transaction's log line)
-            reason = f"{message.topic()}[{message.partition()}]: {error.str()}"
-            if len(self._failures) < 5 and reason not in self._failures:  # each reason once: one short line
-                self._failures.append(reason)
+            if error.code() not in _PURGED:  # a purge's reason is what purged it (a failed transaction's log line)
+                self._note_failure(message.topic(), message.partition(), error)
         else:
             self.delivered += 1
-            where, offset = (message.topic(), message.partition()), message.offset()
-            span = self.offsets.get(where)
-            if span is None:
-                self.offsets[where] = [offset, offset]
-            elif offset > span[1]:
-                span[1] = offset
+            self._note_acknowledged((message.topic(), message.partition()), message.offset(), message.offset())
+
+    def _note_failure(self, topic: str, partition: int, error: KafkaError) -> None:
+        reason = f"{topic}[{partition}]: {error.str()}"
+        if len(self._failures) < 5 and reason not in self._failures:  # each reason once: one short line
+            self._failures.append(reason)
+
+    def _note_acknowledged(self, where: tuple[str, int], first: int, last: int) -> None:
+        """Offsets ``first``..``last`` of ``where`` acknowledged: the span of the partition this producer wrote."""
+        span = self.offsets.get(where)
+        if span is None:
+            self.offsets[where] = [first, last]
+        elif last > span[1]:
+            span[1] = last
 
     def _raise_refused(self, topic: str, partition: int, error: KafkaException) -> None:
         """Why ``produce`` was refused: the failed deliveries that failed the transaction, when known."""
