@@ -428,6 +428,22 @@ def test_bad_order_check_lists_allowed(raw):
     assert str(err).endswith("expected one of warn, error, off")
 
 
+def test_native_producer(monkeypatch):
+    from ticdc_sink.kafka import native_produce
+
+    assert parse_options(BASE).native_producer == "auto"
+    assert parse(native_producer="OFF").native_producer == "off"
+    assert error(with_base(**{"native-producer": "yes"})).option == "native-producer"
+    monkeypatch.setattr(native_produce, "installed", lambda: False)
+    assert parse(native_producer="auto").native_producer == "auto"  # the Python path, no error
+    err = error(with_base(**{"native-producer": "on"}))
+    assert str(err) == ("option 'native-producer': bad value 'on': ticdc-sink-native is not installed: pip install "
+                        "./native from a clone of ticdc-sink (it needs gcc and the Python headers), or set "
+                        "native-producer to auto or off")
+    monkeypatch.setattr(native_produce, "installed", lambda: True)
+    assert parse(native_producer="on").native_producer == "on"
+
+
 def test_exactly_once_is_the_default_delivery():
     assert parse_options(BASE).delivery == "exactly-once"
     c = parse(delivery="exactly-once", transactional_id_prefix="orders-sink")

@@ -23,6 +23,7 @@ ORDER_CHECKS = ("warn", "error", "off")
 LARGE_MESSAGE_OPTIONS = ("none", "handle-key-only", "claim-check")
 COMPRESSIONS = ("none", "lz4", "snappy")  # TiCDC's pkg/compression
 INTEGRITY_CHECK_LEVELS = ("none", "correctness")  # TiCDC's pkg/config/integrity.go
+NATIVE_PRODUCER_MODES = ("auto", "on", "off")  # the ticdc-sink-native package's path (kafka/native_produce.py)
 _AT_LEAST_ONE = {"minimum": 1}
 
 
@@ -64,6 +65,9 @@ class SinkConfig(OptionGroup):
     task_timeout_ms: int = field(default=600_000, metadata=_AT_LEAST_ONE)
     marker_topic: str = "__ticdc_sink_markers"
     broker_timeout_ms: int = field(default=30000, metadata=_AT_LEAST_ONE)
+    # How messages reach librdkafka: a batch in one call where ticdc-sink-native is installed (auto), always that
+    # (on: an error without it), or one produce() call per message (off).
+    native_producer: str = field(default="auto", metadata={"choices": NATIVE_PRODUCER_MODES})
     database: str | None = None
     table: str | None = None
     time_zone: str = "UTC"

@@ -20,6 +20,7 @@ from ..codec import LARGE_MESSAGE_PROTOCOLS, PROTOCOL_OPTIONS, PROTOCOLS, parse_
 from ..codec.shared.claim_check import parse_storage_uri
 from ..codec.shared.schema_registry import RegistryOptions
 from ..errors import ConfigError, UnknownOptionError
+from ..kafka.native_produce import check_installed as check_native_producer
 from ..kafka.token_callback import broker_timeout
 from ..kafka.token_callback import check as check_token_callback
 from ..redact import mask
@@ -169,6 +170,8 @@ def _build(values: dict[str, str], kafka: dict[str, str], registry: dict[str, st
         raise ConfigError("marker-topic", marker_topic, "a Kafka topic name of [A-Za-z0-9._-], at most 249 long")
     if "order_check" in parsed:
         parsed["order_check"] = parse_choice("order-check", parsed["order_check"], ORDER_CHECKS)
+    if not reading:
+        check_native_producer(parsed.get("native_producer", "auto"))
 
     topic = str(parsed["topic"])
     if not reading and (not _TOPIC_EXPRESSION.match(topic) or not topic):

@@ -7,13 +7,16 @@ produced so far, and raises otherwise, so a task never reports rows that are
 not in Kafka.  A broker that cannot be reached fails within
 ``broker-timeout-ms`` (the metadata wait and librdkafka's ``message.timeout.ms``).
 Transactions are ``transactions.py``; what the sink records of its batches,
-``markers.py``.
+``markers.py``.  Where ``ticdc-sink-native`` is installed, ``produce`` hands
+each batch to librdkafka in one call and its deliveries are counted in C
+(``native_produce.py``); the checks here take both paths' counts.
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
+import sys
 import time
 
 import pyarrow as pa
@@ -22,13 +25,15 @@ from confluent_kafka.admin import NewPartitions, NewTopic
 
 from ..config.sink import SinkConfig
 from ..errors import ConfigError, DeliveryError, TiCDCSinkError
-from . import clients
+from . import clients, native_produce
 from .client_log import LIBRDKAFKA_LOG, ClientErrors, ProducerLog
 from .messages import Messages
 from .token_callback import broker_timeout
 
 log = logging.getLogger(__name__)
 _POLL_EVERY = 1000
+# Messages per call on the native path, with the delivery reports served between calls.
+_NATIVE_CHUNK = 10_000
 
 
 # The wait for delivery reports beyond message.timeout.ms, by which librdkafka has failed every message.
@@ -124,8 +129,13 @@ class KafkaOutput:
         self._settings = {**producer_settings(config), **(extra_settings or {})}
         self._client_errors = ClientErrors()
         self._log = ProducerLog(self._client_errors)
-        self._producer = clients.producer({**self._settings, "error_cb": self._client_errors, "logger": self._log},
-                                          broker_timeout(config.broker_timeout_ms))
+        native = native_produce.choose(config, FENCED_ERRORS, _PURGED)
+        plugin = native.plugin_settings(self._settings) if native is not None else {}
+        self._producer = clients.producer({**self._settings, **plugin, "error_cb": self._client_errors,
+                                           "logger": self._log}, broker_timeout(config.broker_timeout_ms))
+        self._native = native.attach(self._producer) if native is not None else None
+        if native is not None and self._native is None:
+            native_produce.unattached(config)
         self._partition_counts: dict[str, int] = {}
         self._failures: list[str] = []  # the first few failed deliveries, for the error
         self._failed = 0
@@ -227,6 +237,8 @@ class KafkaOutput:
         for topic in messages.topics:
             self.partition_count(topic)
         messages = messages.without_broadcast(self.partition_count)
+        if self._native is not None and self._native.producer is self._producer:
+            return self._produce_native(messages)
         count = len(messages)
         topics = (itertools.repeat(messages.topics[0], count) if messages.topic_of_message is None
                   else [messages.topics[t] for t in messages.topic_of_message.tolist()])
@@ -247,6 +259,41 @@ class KafkaOutput:
         self._pending += count
         return count
 
+    def _produce_native(self, messages: Messages) -> int:
+        """``produce`` through ticdc-sink-native: a chunk of messages per call, in order; a refused one is what
+        ``produce()`` refusing it would be (a full queue waited out, another error raised)."""
+        count, start = len(messages), 0
+        batch = self._native.batch(messages) if count else None
+        while start < count:
+            done, error = batch.produce(start, min(count, start + _NATIVE_CHUNK))
+            self._pending += done
+            start += done
+            if error == KafkaError._QUEUE_FULL:
+                self._wait_for_room()
+            elif error:
+                self._raise_refused(batch.topic(start), int(messages.partitions[start]),
+                                    native_produce.refused(error))
+            else:
+                self._serve(0)
+        return count
+
+    def _take_native(self) -> None:
+        """The native path's deliveries since the last call, counted as ``_on_delivery`` counts its own."""
+        if self._native is None or self._native.producer is not self._producer:
+            return
+        taken = self._native.take()
+        if taken is None:
+            return
+        self._pending -= taken.acknowledged + taken.failed
+        self.delivered += taken.acknowledged
+        self._failed += taken.failed
+        if taken.fenced:
+            self._note_fenced(KafkaError(taken.fenced))
+        for topic, partition, code in taken.failures:
+            self._note_failure(topic, partition, KafkaError(code))
+        for topic, partition, first, last in taken.spans:
+            self._note_acknowledged((topic, partition), first, last)
+
     def _wait_for_room(self) -> None:
         """The local queue is full: serve delivery reports until there is room."""
         self._serve(0.05)
@@ -260,17 +307,26 @@ class KafkaOutput:
                 self._producer.flush(timeout)
             else:
                 self._producer.poll(timeout)
-            return
         except TiCDCSinkError:
             raise
-        except Exception:
-            if self._log.fatal is None:
+        except:  # noqa: E722 -- see below
+            # confluent-kafka raises a fatal error from the poll or flush that served it, and where no Python
+            # delivery report ran after it (the native path), what it leaves raised is the KafkaError itself,
+            # which is no exception class: only a bare except takes it.  Its text stands in for the log line.
+            raised = sys.exc_info()[1]
+            error = raised.args[0] if isinstance(raised, KafkaException) and raised.args else raised
+            fatal = self._log.fatal or (error.str() if isinstance(error, KafkaError) and error.fatal() else None)
+            if fatal is None:
                 raise
+        else:
+            self._take_native()
+            return
+        self._take_native()
         # Raised outside the except clause: the exception confluent-kafka left is noise, not the cause.
-        if any(text in self._log.fatal for text in FENCED_TEXTS) and self._fenced_by is None:
-            self._fenced_by = self._log.fatal
+        if any(text in fatal for text in FENCED_TEXTS) and self._fenced_by is None:
+            self._fenced_by = fatal
         self._raise_if_failed()
-        raise DeliveryError(f"the Kafka client failed on {self.config.bootstrap_servers}: {self._log.fatal}"
+        raise DeliveryError(f"the Kafka client failed on {self.config.bootstrap_servers}: {fatal}"
                             + self._client_errors.note())
 
     def _on_delivery(self, error, message) -> None:
@@ -278,19 +334,24 @@ class KafkaOutput:
         if error is not None:
             self._failed += 1
             self._note_fenced(error)
-            if error.code() in _PURGED:
-                return  # the reason is what purged it, told apart (a failed transaction's log line)
-            reason = f"{message.topic()}[{message.partition()}]: {error.str()}"
-            if len(self._failures) < 5 and reason not in self._failures:  # each reason once: one short line
-                self._failures.append(reason)
+            if error.code() not in _PURGED:  # a purge's reason is what purged it (a failed transaction's log line)
+                self._note_failure(message.topic(), message.partition(), error)
         else:
             self.delivered += 1
-            where, offset = (message.topic(), message.partition()), message.offset()
-            span = self.offsets.get(where)
-            if span is None:
-                self.offsets[where] = [offset, offset]
-            elif offset > span[1]:
-                span[1] = offset
+            self._note_acknowledged((message.topic(), message.partition()), message.offset(), message.offset())
+
+    def _note_failure(self, topic: str, partition: int, error: KafkaError) -> None:
+        reason = f"{topic}[{partition}]: {error.str()}"
+        if len(self._failures) < 5 and reason not in self._failures:  # each reason once: one short line
+            self._failures.append(reason)
+
+    def _note_acknowledged(self, where: tuple[str, int], first: int, last: int) -> None:
+        """Offsets ``first``..``last`` of ``where`` acknowledged: the span of the partition this producer wrote."""
+        span = self.offsets.get(where)
+        if span is None:
+            self.offsets[where] = [first, last]
+        elif last > span[1]:
+            span[1] = last
 
     def _raise_refused(self, topic: str, partition: int, error: KafkaException) -> None:
         """Why ``produce`` was refused: the failed deliveries that failed the transaction, when known."""
@@ -337,6 +398,7 @@ class KafkaOutput:
             self._producer.flush(0)
         except KafkaException:  # a fenced producer is in a fatal state: nothing is left to send, it says so again
             pass
+        self._take_native()
 
 
 def _is_client_setting(key: str) -> bool:

@@ -129,8 +129,10 @@ class TransactionalOutput(KafkaOutput):
         try:
             call(*args)
         except KafkaException as e:
+            self._take_native()  # the delivery reports the call served (its flush, an abort's purge)
             error = e.args[0]
             if error.code() in FENCED_ERRORS:
                 self._raise_taken_over(what, error.str())
             raise DeliveryError(f"{what} failed on {self.config.bootstrap_servers} for transactional.id "
                                 f"{self.transactional_id!r}: {error.str()}{self._client_errors.note()}") from None
+        self._take_native()
