@@ -93,9 +93,10 @@ class DebeziumAvroEncoder(UsesSchemaRegistry, Encoder):
             before_part = pc.replace_with_mask(before_part, pa.array(is_update),
                                                pc.binary_join_element_wise(_VALUE, old, b""))
         after_part = pc.if_else(pa.array(is_delete), _NULL, row)
-        key_headers, value_headers = self._row_headers(batch, routing)
-        envelope = concat([value_headers, before_part, after_part,
-                           *self._source(batch), _OPS.take(pa.array(batch.ops)), long_bytes(self.clock())], n)
+        databases, tables = self.route.target_names(batch.databases, batch.tables)  # the routed names, once
+        key_headers, value_headers = self._row_headers(batch, routing, databases, tables)
+        envelope = concat([value_headers, before_part, after_part, *self._source(batch, databases, tables),
+                           _OPS.take(pa.array(batch.ops)), long_bytes(self.clock())], n)
         key_record = concat([self._field(batch.columns[c.name], c, batch.row_key) for c in self._key_columns], n)
         keys = concat([key_headers, key_record], n)
         return row_messages(self.config, batch, routing, keys, envelope)
@@ -112,9 +113,8 @@ class DebeziumAvroEncoder(UsesSchemaRegistry, Encoder):
             values = default.fill(values, describe_row)
         return nullable(avro_values(values, column, self.config, describe_row), values.is_null())
 
-    def _source(self, batch: ChangeBatch) -> list:
+    def _source(self, batch: ChangeBatch, databases: pa.Array, tables: pa.Array) -> list:
         commit_ts = batch.commit_ts.view(np.int64)
-        databases, tables = self.route.target_names(batch.databases, batch.tables)
         return [self._source_head, varints(commit_ts >> TSO_LOGICAL_BITS), _NULL,  # snapshot: null
                 length_prefixed(databases), length_prefixed(tables), self._source_after_table,
                 varints(commit_ts), self._cluster]
@@ -176,10 +176,9 @@ class DebeziumAvroEncoder(UsesSchemaRegistry, Encoder):
         fastavro.schemaless_writer(out, fastavro.parse_schema(avro), document["payload"])
         return header + out.getvalue()
 
-    def _row_headers(self, batch: ChangeBatch, routing: Routing) -> tuple:
-        """Each row's key and value header, by its topic and table (a constant where the batch has one)."""
+    def _row_headers(self, batch: ChangeBatch, routing: Routing, databases: pa.Array, tables: pa.Array) -> tuple:
+        """Each row's key and value header, by its topic and routed table (a constant where the batch has one)."""
         topic_of_row = routing.topic_of_row if len(routing.topics) > 1 else np.zeros(batch.num_rows, np.int32)
-        databases, tables = self.route.target_names(batch.databases, batch.tables)
         places = join(pa.array(topic_of_row).cast(pa.string()), "\x00", databases, "\x00", tables)
         distinct = pc.unique(places)
         headers = []

@@ -98,20 +98,20 @@ class DebeziumEncoder(Encoder):
         """One message per row, keyed by its handle-key columns."""
         n = batch.num_rows
         fragments = self._fragments(batch.columns, batch.row_key)
-        names = self._names(batch)
+        databases, tables = self.route.target_names(batch.databases, batch.tables)  # the routed names, once
+        names = self._names(databases, tables)
         key_object = concat(object_parts([self._heads[i] for i in self._key_positions],
                                          [fragments[i] for i in self._key_positions]), n)
         keys = concat(['{"payload":', key_object, *self._schema(names, self._key_schema), "}"], n)
-        values = concat(['{"payload":{"source":', *self._source(batch),
+        values = concat(['{"payload":{"source":', *self._source(batch, databases, tables),
                          f',"ts_ms":{self.clock()},"transaction":null,"op":', self._op_and_old_rows(batch),
                          *object_parts(self._heads, fragments), "}", *self._schema(names, self._value_schema), "}"],
                         n)
         # TiCDC compresses Debezium's keys and values alike (large-message-handle-compression).
         return row_messages(self.config, batch, routing, self.compressed(keys), self.compressed(values))
 
-    def _source(self, batch: ChangeBatch) -> list:
+    def _source(self, batch: ChangeBatch, databases: pa.Array, tables: pa.Array) -> list:
         """The ``source`` block's pieces, joined in with the rest of the value (one copy of each row)."""
-        databases, tables = self.route.target_names(batch.databases, batch.tables)
         values = [physical_ms_text(batch.commit_ts), quoted_names_of(databases, style=PLAIN),
                   quoted_names_of(tables, style=PLAIN), pa.array(batch.commit_ts).cast(pa.string())]
         if self.options.debezium_include_start_ts:
@@ -141,9 +141,8 @@ class DebeziumEncoder(Encoder):
 
     # -- schemas
 
-    def _names(self, batch: ChangeBatch) -> tuple[list[str], pa.Array | None]:
+    def _names(self, databases: pa.Array, tables: pa.Array) -> tuple[list[str], pa.Array | None]:
         """The batch's distinct ``<cluster>.<db>.<table>`` and, when there are several, each row's index."""
-        databases, tables = self.route.target_names(batch.databases, batch.tables)
         pairs = join(databases, "\x00", tables)
         distinct = pc.unique(pairs)
         names = [schema_name(self.options.cluster_id, *pair.split("\x00")) for pair in distinct.to_pylist()]
