@@ -291,10 +291,16 @@ def cpu_split(result: Result) -> str:
 def budget_text(job: Result, wanted: float) -> str:
     """What the cores allow per row at ``wanted`` rows/s, and what ``job``'s JVM and broker leave of it to Python."""
     budget = CORES * 1e6 / wanted
-    others = per_row(job, "JVM") + per_row(job, "broker")
-    left = (f"the sink's Python would have to fit in {budget - others:.1f} µs/row, where it takes "
-            f"{per_row(job, 'Python'):.1f}" if budget > others else
-            "more than the whole budget: no Python cost, however small, reaches the target on this machine")
+    others, python = per_row(job, "JVM") + per_row(job, "broker"), per_row(job, "Python")
+    busy = sum(job.cpu.values()) / job.seconds / CORES * 100
+    if budget <= others:
+        left = "more than the whole budget: no Python cost, however small, reaches the target on this machine"
+    elif python > budget - others:
+        left = f"the sink's Python would have to fit in {budget - others:.1f} µs/row, where it takes {python:.1f}"
+    else:
+        left = (f"the {budget - others:.1f} µs/row left would hold the sink's Python ({python:.1f}): the job was not "
+                f"bound by CPU ({busy:.0f}% of the cores busy), its time went to waiting (fixed costs per job, the "
+                "broker's acknowledgements)")
     return (f"At {wanted:,.0f} rows/s the {CORES} cores allow {budget:.1f} µs of CPU per row; the job's JVM and broker "
             f"take {others:.1f} of it, so {left}.")
 
@@ -361,8 +367,8 @@ def missed_targets(results: list[Result], protocols: list[str]) -> list[str]:
             notes.append(
                 f"- {name}, exactly-once vs {LIMIT}: {eo.rows_per_second / limit:.2f}, not "
                 f"{LIMIT_TARGETS[protocol]:g}: {wanted:,.0f} rows/s would be, where it ran {eo.rows_per_second:,.0f}. "
-                f"The limit, {limit:,.0f} rows/s, is receiving at {drain.rows_per_second:,.0f} rows/s ({DRAIN}) then "
-                f"producing at {bare.rows_per_second:,.0f} ({bare.name}). CPU per row, the sink's job: "
+                f"The limit, {limit:,.0f} rows/s, is receiving at {drain.rows_per_second:,.0f} rows/s (the drain "
+                f"job) then producing at {bare.rows_per_second:,.0f} ({bare.name}). CPU per row, the sink's job: "
                 f"{cpu_split(eo)}. {budget_text(eo, wanted)}")
         if eo and alo and eo.rows_per_second < TRANSACTIONS_TARGET * alo.rows_per_second:
             notes.append(f"- {name}, exactly-once: {eo.rows_per_second / alo.rows_per_second:.2f} of at-least-once, "
