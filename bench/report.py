@@ -10,7 +10,7 @@ import sys
 import time
 
 import pyarrow as pa
-from common import CORES, Result, title
+from common import CORES, TOPIC_PARTITIONS, Result, title
 from handwritten import STANDARD_SERIALIZER
 from limits import BARE, PRODUCE_CALLS, bare_limit, processes_text
 from spark_kafka_sink import BASELINE_SHAPE, SHAPES, baseline_name
@@ -250,7 +250,8 @@ def kafka_sink_table(results: list[Result], protocols: list[str], package: str |
         "carry it (the key likewise). Not byte-equal to the sink's messages (Spark's JSON writer escapes less and "
         "writes numbers as Java does; the sink's Canal-JSON messages have no key, as TiCDC's have none) but, "
         "parsed, the same fields and values per row (the checks above). Each run writes to a topic of its own "
-        "made first with the sink's topics' partition count; the producer runs with linger.ms=5, batch.size=1 "
+        f"made first, outside the timing, with the {TOPIC_PARTITIONS} partitions the sink gives its topics (the sink "
+        "makes its own within its job); the producer runs with linger.ms=5, batch.size=1 "
         "MiB, acks=all and idempotence on, as the sink's librdkafka does (batches up to 1 MB, linger.ms=5)."
         + defaults,
         "",

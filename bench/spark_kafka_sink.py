@@ -24,6 +24,7 @@ batches) are slow, and a slow baseline flatters; ``DEFAULTS`` runs it untuned on
 
 from __future__ import annotations
 
+import contextlib
 import json
 from decimal import Decimal
 
@@ -173,16 +174,22 @@ def debezium_frame(df, *kept: str):
 FRAMES = {"canal-json": canal_json_frame, "debezium": debezium_frame}
 
 
-def write_baseline(df, bootstrap_servers: str, shape: str, producer: dict[str, str]) -> None:
-    """``df``'s rows as ``shape``'s messages through ``df.write.format("kafka")`` to a topic of their own, made
-    first with the sink's topics' partition count, and dropped after."""
+@contextlib.contextmanager
+def baseline_topic(bootstrap_servers: str, shape: str):
+    """A topic of its own for a run of Spark's Kafka sink, made first with the sink's topics' partition count
+    (the sink makes its own), and dropped after."""
     topic = unique_topic(f"bench-spark-kafka-{shape}")
     create_topic(bootstrap_servers, topic, TOPIC_PARTITIONS)
     try:
-        (FRAMES[shape](df).write.format("kafka").mode("append").option("kafka.bootstrap.servers", bootstrap_servers)
-         .option("topic", topic).options(**producer).save())
+        yield topic
     finally:
         delete_topic(bootstrap_servers, topic)
+
+
+def write_baseline(df, bootstrap_servers: str, topic: str, shape: str, producer: dict[str, str]) -> None:
+    """``df``'s rows as ``shape``'s messages through ``df.write.format("kafka")`` to ``topic``."""
+    (FRAMES[shape](df).write.format("kafka").mode("append").option("kafka.bootstrap.servers", bootstrap_servers)
+     .option("topic", topic).options(**producer).save())
 
 
 def _differences(ours: object, theirs: object, path: str, found: dict[str, int]) -> None:

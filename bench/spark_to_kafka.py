@@ -21,8 +21,8 @@ from feed import sink_options, spark_schema, topic_written, write_feed
 from handwritten import STANDARD_SERIALIZER, AvroTarget
 from limits import bare_producer_runs
 from process_meters import RSS, WorkerMemory, cpu_note, timed_with_cpu
-from spark_kafka_sink import (BASELINE_SHAPE, CHECK_ROWS, DEFAULTS, TUNED, baseline_name, check_shapes, sink_sizes,
-                              write_baseline)
+from spark_kafka_sink import (BASELINE_SHAPE, CHECK_ROWS, DEFAULTS, TUNED, baseline_name, baseline_topic,
+                              check_shapes, sink_sizes, write_baseline)
 
 from ticdc_sink.config.sink_options import parse_options
 from ticdc_sink.sink.task import WritePlan
@@ -75,9 +75,11 @@ def ticdc_job(df, rows: int, bootstrap_servers: str, protocol: str, delivery: st
 
 
 def baseline_job(df, rows: int, bootstrap_servers: str, shape: str, tuned: bool = True) -> Result:
-    """Spark's Kafka sink writing ``df`` as ``shape``'s messages (``spark_kafka_sink.py``)."""
-    return measured(baseline_name(shape, tuned), rows,
-                    lambda: write_baseline(df, bootstrap_servers, shape, TUNED if tuned else DEFAULTS))
+    """Spark's Kafka sink writing ``df`` as ``shape``'s messages (``spark_kafka_sink.py``) to a topic made before
+    and dropped after the timing."""
+    with baseline_topic(bootstrap_servers, shape) as topic:
+        return measured(baseline_name(shape, tuned), rows,
+                        lambda: write_baseline(df, bootstrap_servers, topic, shape, TUNED if tuned else DEFAULTS))
 
 
 def warm_up(spark, df, bootstrap_servers: str, shapes: list[str] = ()) -> None:
@@ -92,7 +94,8 @@ def warm_up(spark, df, bootstrap_servers: str, shapes: list[str] = ()) -> None:
     with tempfile.TemporaryDirectory() as report_dir:
         sample.write.format("bench-drain").mode("append").option("report-dir", report_dir).save()
     for shape in shapes:
-        write_baseline(sample, bootstrap_servers, shape, TUNED)
+        with baseline_topic(bootstrap_servers, shape) as topic:
+            write_baseline(sample, bootstrap_servers, topic, shape, TUNED)
 
 
 def spark_jobs(spark, path: Path, rows: int, bootstrap_servers: str, protocols: list[str],
