@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import cProfile
 import hashlib
+import importlib.util
 import io
 import os
 import pstats
@@ -28,6 +29,12 @@ CORES = os.cpu_count() or 1
 TOPIC_PARTITIONS = 3  # of the topics the bench creates itself
 TITLES = {"canal-json": "Canal-JSON", "open-protocol": "Open Protocol", "avro": "Avro", "debezium": "Debezium",
           "simple": "Simple (JSON)", "simple-avro": "Simple (Avro)"}
+KAFKA_SERVER = BENCH.parent / "integration" / "kafka_server.py"  # real Apache Kafka, fetched by Maven
+KAFKA_CONNECTOR = "org.apache.spark:spark-sql-kafka-0-10_2.13"  # Spark's Kafka source and sink, at pyspark's
+KAFKA_CONNECTOR_SERVED = "4.2.0"  # version if served, else the newest Maven Central serves (2026-11: none for 4.3)
+# Jars pyspark ships already, at the versions the connector asks for: Ivy fails on the local Maven cache's copies
+# of them (their poms without their jars), and the session needs none of them again.
+KAFKA_CONNECTOR_EXCLUDES = "at.yawk.lz4:lz4-java,org.xerial.snappy:snappy-java,org.slf4j:slf4j-api"
 # What the Spark workers import: the hand-written job's encoders, the drain and the UDF read baseline.
 WORKER_MODULES = ("feed.py", "handwritten.py", "handwritten_values.py", "handwritten_json.py", "handwritten_avro.py",
                   "handwritten_simple.py", "drain.py", "read_baselines.py")
@@ -139,6 +146,67 @@ def local_spark(extra: dict[str, str] | None = None):
     for module in WORKER_MODULES:
         spark.sparkContext.addPyFile(str(BENCH / module))
     return spark
+
+
+_CONNECTOR_LOADED: list[str] = []  # the connector package this process's JVM started with
+
+
+def kafka_connector_spark(extra: dict[str, str] | None = None):
+    """A ``local_spark`` session with Spark's Kafka connector (``format("kafka")`` to read and to write), and its
+    Maven package: of the running pyspark's version, else ``KAFKA_CONNECTOR_SERVED``.  Packages are fixed when the
+    JVM starts, so the process's first session must be made here; a later one (after ``stop()``) runs in the same
+    JVM, which keeps the jars."""
+    import pyspark
+    from pyspark import SparkContext
+    from pyspark.errors import PySparkRuntimeError
+
+    if SparkContext._gateway is not None and not _CONNECTOR_LOADED:
+        raise RuntimeError("this process's JVM started without Spark's Kafka connector: its first Spark session "
+                           "must come from kafka_connector_spark")
+    versions = [] if _CONNECTOR_LOADED else list(dict.fromkeys((pyspark.__version__, KAFKA_CONNECTOR_SERVED)))
+    for version in versions or [_CONNECTOR_LOADED[0].rpartition(":")[2]]:
+        package = f"{KAFKA_CONNECTOR}:{version}"
+        try:
+            spark = local_spark({"spark.jars.packages": package, "spark.jars.excludes": KAFKA_CONNECTOR_EXCLUDES,
+                                 **(extra or {})})
+        except PySparkRuntimeError:
+            say(f"{package} could not be fetched")
+            continue
+        _CONNECTOR_LOADED[:] = [package]
+        return spark, package
+    raise RuntimeError(f"Spark's Kafka connector ({KAFKA_CONNECTOR}) could not be fetched from Maven Central")
+
+
+def module_at(path: Path):
+    """The module of a file in ``tests`` or ``integration``, which are no packages the bench can import."""
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+@contextlib.contextmanager
+def apache_kafka(args, what: str):
+    """``(bootstrap servers, description)`` of real Kafka for ``what``: --bootstrap-servers, else one node of
+    Apache Kafka on loopback (``integration/kafka_server.py``), else ``(None, why it did not start)``."""
+    if args.bootstrap_servers:
+        yield args.bootstrap_servers, f"Kafka at {args.bootstrap_servers} (--bootstrap-servers)"
+        return
+    kafka_server = module_at(KAFKA_SERVER)
+    try:
+        cluster, failure = kafka_server.KafkaCluster().start(), ""
+    except kafka_server.KafkaServerError as e:
+        cluster, failure = None, str(e)
+    if cluster is None:
+        say(f"REAL KAFKA DID NOT START ({failure}): {what} fall back to the embedded broker")
+        yield None, failure
+        return
+    try:
+        yield (cluster.bootstrap_servers,
+               f"Apache Kafka {kafka_server.KAFKA_VERSION}, one node on loopback (`integration/kafka_server.py`)")
+    finally:
+        cluster.stop()
 
 
 def profile_text(profile: cProfile.Profile, shares: Callable[[pstats.Stats], str]) -> str:

@@ -146,7 +146,7 @@ def bare_producer_runs(bootstrap_servers: str, protocols: list[str], path: Path,
     return results
 
 
-def bare_limit(results: list[Result], protocol: str) -> Result | None:
-    """The fastest bare producer run of ``protocol``: the output limit."""
-    return max((r for r in results if r.section == "e2e" and r.name.startswith(f"{BARE} {protocol},")),
+def bare_limit(results: list[Result], protocol: str, section: str = "e2e") -> Result | None:
+    """The fastest bare producer run of ``protocol`` in ``section``: the output limit."""
+    return max((r for r in results if r.section == section and r.name.startswith(f"{BARE} {protocol},")),
                key=lambda r: r.rows_per_second, default=None)

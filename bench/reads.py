@@ -8,26 +8,21 @@ from __future__ import annotations
 import contextlib
 import cProfile
 import functools
-import importlib.util
 import json
 import pstats
-import sys
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
-from common import (BENCH, CORES, Result, create_topic, delete_topic, in_turns, local_spark, package_revision,
-                    profile_text, say, timed, unique_topic)
+from common import (CORES, Result, apache_kafka, create_topic, delete_topic, in_turns, kafka_connector_spark,
+                    local_spark, package_revision, profile_text, say, timed, unique_topic)
 from feed import sink_options, spark_schema, topic_written, write_feed
 from process_meters import RSS, WorkerMemory, cpu_note, timed_with_cpu
 from read_baselines import canal_json_by_from_json, canal_json_by_python_udf
 
 from ticdc_sink import order_changes
 
-KAFKA_SERVER = BENCH.parent / "integration" / "kafka_server.py"
-KAFKA_SOURCE = "org.apache.spark:spark-sql-kafka-0-10_2.13"  # Spark's Kafka source, at pyspark's version if served
-KAFKA_SOURCE_SERVED = "4.2.0"  # else the newest Maven Central serves (in 2026-11: none for pyspark 4.3)
 READER = "ticdc reader"
 FROM_JSON = "Spark Kafka source + from_json, hand-written schema"
 PYTHON_UDF = "Spark Kafka source + Python UDF, json.loads and a tuple per row"
@@ -47,58 +42,21 @@ class ReadRuns:
     revision: str  # of the package when the reads began (package_revision)
 
 
-def module_at(path: Path):
-    """The module of a file in ``tests`` or ``integration``, which are no packages the bench can import."""
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
-
-
 @contextlib.contextmanager
 def read_broker(args):
     """``(bootstrap servers, description, read settings)`` of the broker the reads run against: --bootstrap-servers,
     else real Apache Kafka (``integration/kafka_server.py``), else the embedded broker, a fallback only: its high
     watermarks are wrong, which the reader confirms by reading past them and Spark's Kafka source does not."""
-    if args.bootstrap_servers:
-        yield args.bootstrap_servers, f"Kafka at {args.bootstrap_servers} (--bootstrap-servers)", {}
-        return
-    kafka_server = module_at(KAFKA_SERVER)
-    try:
-        cluster, failure = kafka_server.KafkaCluster().start(), None
-    except kafka_server.KafkaServerError as e:
-        say(f"real Kafka did not start ({e}): reading from the embedded broker instead")
-        cluster, failure = None, e
-    if cluster is None:
+    with apache_kafka(args, "the reads") as (bootstrap_servers, description):
+        if bootstrap_servers is not None:
+            yield bootstrap_servers, description, {}
+            return
         from ticdc_sink.embedded.broker import EmbeddedBroker
 
         with EmbeddedBroker() as broker:
-            yield (broker.bootstrap_servers, f"the embedded Tansu broker, as real Kafka did not start ({failure}); "
+            yield (broker.bootstrap_servers, f"the embedded Tansu broker, as real Kafka did not start ({description}); "
                    "its high watermarks are wrong, which Spark's Kafka source may trip over",
                    {"kafka.isolation.level": "read_uncommitted"})
-        return
-    try:
-        yield (cluster.bootstrap_servers,
-               f"Apache Kafka {kafka_server.KAFKA_VERSION}, one node on loopback (`integration/kafka_server.py`)", {})
-    finally:
-        cluster.stop()
-
-
-def kafka_source_spark():
-    """A session with Spark's Kafka source, and its Maven package: of the running pyspark's version, else the newest
-    Maven Central serves.  Packages are fixed when the JVM starts: this must be the process's first session."""
-    import pyspark
-    from pyspark.errors import PySparkRuntimeError
-
-    for version in dict.fromkeys((pyspark.__version__, KAFKA_SOURCE_SERVED)):
-        package = f"{KAFKA_SOURCE}:{version}"
-        try:
-            # Spark has slf4j-api already, and Ivy fails on the local Maven cache's copy (its pom without its jar).
-            return local_spark({"spark.jars.packages": package, "spark.jars.excludes": "org.slf4j:slf4j-api"}), package
-        except PySparkRuntimeError:
-            say(f"{package} could not be fetched")
-    raise RuntimeError(f"Spark's Kafka source ({KAFKA_SOURCE}) could not be fetched from Maven Central")
 
 
 def write_read_topic(spark, path: Path, bootstrap_servers: str, protocol: str, registry: str | None,
@@ -240,7 +198,7 @@ def read_runs(args, path: Path, registry: str | None) -> ReadRuns:
     turns = 1 if args.small else READ_TURNS
     outside, revision = {}, package_revision()
     with read_broker(args) as (bootstrap_servers, broker_name, settings):
-        spark, package = kafka_source_spark()
+        spark, package = kafka_connector_spark()
         try:
             results = []
             for protocol in args.protocols:

@@ -10,10 +10,11 @@ import sys
 import time
 
 import pyarrow as pa
-from common import CORES, Result, title
+from common import CORES, TOPIC_PARTITIONS, Result, title
 from handwritten import STANDARD_SERIALIZER
 from limits import BARE, PRODUCE_CALLS, bare_limit, processes_text
-from spark_to_kafka import DRAIN, STAGE_ROWS
+from spark_kafka_sink import BASELINE_SHAPE, SHAPES, baseline_name
+from spark_to_kafka import DRAIN, E2E_TURNS, EMBEDDED, STAGE_ROWS, TURNED
 
 from ticdc_sink.sink.costs import LIBRDKAFKA, STAGES
 
@@ -24,6 +25,11 @@ ENCODE_TARGETS = {"canal-json": 10.0, "open-protocol": 10.0, "debezium": 10.0, "
 # End-to-end at-least-once vs the bare producer limit, where a target is set.
 OUTPUT_TARGETS = {"canal-json": 0.8, "open-protocol": 0.8}
 TRANSACTIONS_TARGET = 0.9  # exactly-once vs at-least-once
+# Exactly-once end to end on real Kafka vs Spark's Kafka sink writing the shape it is held against: (target,
+# stretch); and vs the limit (receive plus produce, ``receive_and_produce``).
+KAFKA_SINK_TARGETS = {"canal-json": (1.0, 1.3)}
+LIMIT_TARGETS = {"canal-json": 0.85}
+LIMIT = "the limit (receive plus produce)"
 RSS_TARGET_MB = 500
 WORKER = "worker outside the task"
 
@@ -74,8 +80,11 @@ def find_result(results: list[Result], section: str, name: str, exact: bool = Tr
                                                                   r.name.startswith(name))), None)
 
 
-def report_text(results: list[Result], args, profiles: dict[str, str], services: str, checks: list[str]) -> str:
-    """Every section of a run but claim-check and the reads, from the title to the encoders' profiles."""
+def report_text(results: list[Result], args, profiles: dict[str, str], services: str, checks: list[str],
+                e2e_broker: str | None = None, kafka_sink: str | None = None) -> str:
+    """Every section of a run but claim-check and the reads, from the title to the encoders' profiles
+    (``e2e_broker``: the broker of the Spark-to-Kafka table; ``kafka_sink``: the package of Spark's Kafka sink,
+    where it was measured)."""
     def find(section: str, name: str, exact: bool = True) -> Result | None:
         return find_result(results, section, name, exact)
 
@@ -98,11 +107,21 @@ def report_text(results: list[Result], args, profiles: dict[str, str], services:
         *[line for check in checks for line in (check, "")],
     ]
     for section, title_text in (("encode", "Encode only (one core)"), ("e2e", f"Spark to Kafka (local[{CORES}])"),
+                                (EMBEDDED, f"Spark to Kafka on the embedded broker (local[{CORES}])"),
                                 ("memory", "Memory")):
         chosen = [r for r in results if r.section == section]
         if not chosen:
             continue
-        lines += [f"## {title_text}", "", *result_table(chosen), ""]
+        lines += [f"## {title_text}", ""]
+        if section == "e2e" and e2e_broker:
+            lines += [f"On {e2e_broker}."
+                      + (" MB/s: the messages' values, at the bytes per row of the feed's first rows (below)."
+                         if any(r.megabytes for r in chosen) else ""), ""]
+        lines += [*result_table(chosen), ""]
+        if section == "e2e":
+            lines += kafka_sink_table(results, args.protocols, kafka_sink, args.small)
+        elif section == EMBEDDED:
+            lines += embedded_table(results, args.protocols)
 
     lines += ["## Ratios and targets", "", "| comparison | ratio | target |", "|---|---:|---|"]
     noop = find("e2e", "Spark noop", exact=False)
@@ -134,6 +153,17 @@ def report_text(results: list[Result], args, profiles: dict[str, str], services:
         if alo and noop:
             lines.append(f"| {name}: end-to-end at-least-once vs Spark noop (input limit) | "
                          f"{alo.rows_per_second / noop.rows_per_second:.2f} | |")
+        spark_sink = find("e2e", baseline_name(BASELINE_SHAPE[protocol]))
+        if eo and spark_sink and protocol in KAFKA_SINK_TARGETS:
+            ratio, (goal, stretch) = eo.rows_per_second / spark_sink.rows_per_second, KAFKA_SINK_TARGETS[protocol]
+            verdicts = "" if args.small else f"{target(ratio, goal)}; stretch {stretch:g}: {target(ratio, stretch)}"
+            lines.append(f"| {name}: exactly-once vs Spark's Kafka sink ({SHAPES[BASELINE_SHAPE[protocol]]}-shaped "
+                         f"values) | {ratio:.2f}x | {verdicts} |")
+        limit = receive_and_produce(results, protocol)
+        if eo and limit and protocol in LIMIT_TARGETS:
+            ratio = eo.rows_per_second / limit
+            lines.append(f"| {name}: exactly-once vs {LIMIT} | {ratio:.2f} | "
+                         f"{target(ratio, LIMIT_TARGETS[protocol])} |")
     for memory in (r for r in results if r.section == "memory"):
         peak = float(memory.note.split()[0])
         goal = "" if args.small else f"{'met' if peak < RSS_TARGET_MB else 'missed'} (< {RSS_TARGET_MB} MB)"
@@ -159,9 +189,121 @@ def report_text(results: list[Result], args, profiles: dict[str, str], services:
     return "\n".join(lines)
 
 
+def receive_and_produce(results: list[Result], protocol: str, section: str = "e2e") -> float | None:
+    """The rows/s of the limit (receive plus produce): a sink that spent nothing on encoding would still receive
+    the rows from Spark (the job whose Python sink drops them, ``DRAIN``) and produce the protocol's messages (the
+    bare producer's best, ``bare_limit``); one after the other, a row costs the sum of the two times."""
+    drain, bare = find_result(results, section, DRAIN), bare_limit(results, protocol, section)
+    if not (drain and bare):
+        return None
+    return 1 / (1 / drain.rows_per_second + 1 / bare.rows_per_second)
+
+
+def value_bytes(result: Result | None) -> str:
+    """A job's message value bytes per row (``megabytes`` holds them for the rows), else an empty cell."""
+    return f"{result.megabytes * 1e6 / result.rows:,.0f}" if result and result.megabytes else ""
+
+
+def kafka_sink_table(results: list[Result], protocols: list[str], package: str | None, small: bool) -> list[str]:
+    """Per protocol, the sink's jobs against Spark's Kafka sink writing the shape the protocol is held against and
+    against the limit (receive plus produce), with the bytes of both sides' values; then what was compared."""
+    def find(name: str) -> Result | None:
+        return find_result(results, "e2e", name)
+
+    def ratio(ours: Result | None, theirs: float | None, form: str) -> str:
+        return form.format(ours.rows_per_second / theirs) if ours and theirs else ""
+
+    rows = []
+    for protocol in protocols:
+        shape = BASELINE_SHAPE[protocol]
+        spark_sink = find(baseline_name(shape))
+        if spark_sink is None:
+            continue
+        limit = receive_and_produce(results, protocol)
+        alo, eo = (find(f"ticdc-sink {protocol}, {delivery}") for delivery in ("at-least-once", "exactly-once"))
+        rows.append(f"| {title(protocol)} | {SHAPES[shape]}-shaped | {value_bytes(alo)} | {value_bytes(spark_sink)} | "
+                    f"{spark_sink.rows_per_second:,.0f} | {f'{limit:,.0f}' if limit else ''} | "
+                    + " | ".join(f"{r.rows_per_second:,.0f} | {ratio(r, spark_sink.rows_per_second, '{:.2f}x')} | "
+                                 f"{ratio(r, limit, '{:.2f}')}" if r else " | | " for r in (alo, eo)) + " |")
+    if not rows:
+        return []
+    untuned, tuned = find(baseline_name("canal-json", tuned=False)), find(baseline_name("canal-json"))
+    defaults = (f" With the Java producer's defaults (linger.ms=0, batch.size=16 KiB) the Canal-JSON-shaped job ran "
+                f"{untuned.rows_per_second:,.0f} rows/s, {untuned.rows_per_second / tuned.rows_per_second:.2f} of "
+                "the tuned one." if untuned and tuned else "")
+    turned = ", ".join(title(p) for p in TURNED if p in protocols)
+    turns = (f" {turned}'s two jobs and its Spark Kafka sink job are the medians of {E2E_TURNS} turns taken in "
+             "rotation; the other jobs ran once." if turned and not small else "")
+    return [
+        "### The sink beside Spark's Kafka sink", "",
+        "| protocol | held against | value bytes per row: the sink | Spark's Kafka sink | Spark's Kafka sink rows/s "
+        f"| {LIMIT} rows/s | at-least-once rows/s | vs Spark's Kafka sink | vs the limit | exactly-once rows/s | "
+        "vs Spark's Kafka sink | vs the limit |",
+        "|---|---|" + "---:|" * 10,
+        *rows, "",
+        f"Spark's Kafka sink: `df.write.format(\"kafka\")` from {package or 'spark-sql-kafka'}, fed by Spark SQL "
+        "expressions only (no Python UDF; `bench/spark_kafka_sink.py`) over the same cached feed: "
+        "`to_json(struct(...))` of a Canal-JSON-shaped value (id, database, table, pkNames, isDdl, type from `_op`, "
+        "es from `_commit_ts >> 18`, ts, sql, sqlType and mysqlType maps, old, data with every column as text) "
+        "keyed by the primary key's JSON, or of a Debezium-shaped one (payload with source, ts_ms, op, before and "
+        "after typed as Debezium types them) with the schema's text appended by `concat`, as TiCDC's messages "
+        "carry it (the key likewise). Not byte-equal to the sink's messages (Spark's JSON writer escapes less and "
+        "writes numbers as Java does; the sink's Canal-JSON messages have no key, as TiCDC's have none) but, "
+        "parsed, the same fields and values per row (the checks above). Each run writes to a topic of its own "
+        f"made first, outside the timing, with the {TOPIC_PARTITIONS} partitions the sink gives its topics (the sink "
+        "makes its own within its job); the producer runs with linger.ms=5, batch.size=1 "
+        "MiB, acks=all and idempotence on, as the sink's librdkafka does (batches up to 1 MB, linger.ms=5)."
+        + defaults,
+        "",
+        f"The limit (receive plus produce) is what a sink that spent nothing on encoding would still pay: receiving "
+        "the rows from Spark (the job of the Python sink that drops its input, `bench-drain`) and producing the "
+        "messages (the bare producer's best); one after the other, a row costs the sum of the two times, "
+        "1 / (1 / receive rows/s + 1 / produce rows/s). Both run CPU-bound on shared cores, so it is a yardstick, "
+        "not a ceiling." + turns,
+        "",
+    ]
+
+
+def embedded_table(results: list[Result], protocols: list[str]) -> list[str]:
+    """Per protocol on the embedded broker: the sink's rows/s in each mode against the bare producer's best."""
+    lines = ["| protocol | at-least-once rows/s | exactly-once rows/s | bare producer limit rows/s | "
+             "at-least-once vs bare producer limit |", "|---|---:|---:|---:|---:|"]
+    for protocol in protocols:
+        alo, eo = (find_result(results, EMBEDDED, f"ticdc-sink {protocol}, {delivery}")
+                   for delivery in ("at-least-once", "exactly-once"))
+        bare = bare_limit(results, protocol, EMBEDDED)
+        if alo and eo and bare:
+            lines.append(f"| {title(protocol)} | {alo.rows_per_second:,.0f} | {eo.rows_per_second:,.0f} | "
+                         f"{bare.rows_per_second:,.0f} | {alo.rows_per_second / bare.rows_per_second:.2f} |")
+    return lines + ["", "The same jobs and bare producers as above, run once each on the embedded broker (in "
+                        "memory, Tansu), as the figures before Apache Kafka were measured.", ""]
+
+
 def per_row(result: Result, kind: str) -> float:
     """Microseconds of ``kind``'s CPU per row of a measured run."""
     return result.cpu[kind] * 1e6 / result.rows
+
+
+def cpu_split(result: Result) -> str:
+    """A job's CPU µs per row by kind of process."""
+    return ", ".join(f"{kind} {per_row(result, kind):.1f} µs" for kind in ("Python", "JVM", "broker"))
+
+
+def budget_text(job: Result, wanted: float) -> str:
+    """What the cores allow per row at ``wanted`` rows/s, and what ``job``'s JVM and broker leave of it to Python."""
+    budget = CORES * 1e6 / wanted
+    others, python = per_row(job, "JVM") + per_row(job, "broker"), per_row(job, "Python")
+    busy = sum(job.cpu.values()) / job.seconds / CORES * 100
+    if budget <= others:
+        left = "more than the whole budget: no Python cost, however small, reaches the target on this machine"
+    elif python > budget - others:
+        left = f"the sink's Python would have to fit in {budget - others:.1f} µs/row, where it takes {python:.1f}"
+    else:
+        left = (f"the {budget - others:.1f} µs/row left would hold the sink's Python ({python:.1f}): the job was not "
+                f"bound by CPU ({busy:.0f}% of the cores busy), its time went to waiting (fixed costs per job, the "
+                "broker's acknowledgements)")
+    return (f"At {wanted:,.0f} rows/s the {CORES} cores allow {budget:.1f} µs of CPU per row; the job's JVM and broker "
+            f"take {others:.1f} of it, so {left}.")
 
 
 def missed_targets(results: list[Result], protocols: list[str]) -> list[str]:
@@ -206,6 +348,29 @@ def missed_targets(results: list[Result], protocols: list[str]) -> list[str]:
                     f"µs/row in its process (librdkafka included) and {per_row(bare, 'broker'):.1f} in the broker. "
                     f"At {wanted:,.0f} rows/s the cores allow {budget:.1f} µs of CPU per row; the JVM and the "
                     f"broker take {others:.1f} of it, {verdict_text}. The stage table above splits the Python part.")
+        spark_sink = find("e2e", baseline_name(BASELINE_SHAPE[protocol]))
+        if protocol in KAFKA_SINK_TARGETS and eo and eo.cpu and spark_sink and spark_sink.cpu:
+            goal, stretch = KAFKA_SINK_TARGETS[protocol]
+            missed = [g for g in (goal, stretch) if eo.rows_per_second < g * spark_sink.rows_per_second]
+            if missed:
+                wanted = missed[0] * spark_sink.rows_per_second
+                which = "the stretch " if missed[0] == stretch else ""
+                ratio = eo.rows_per_second / spark_sink.rows_per_second
+                notes.append(
+                    f"- {name}, exactly-once vs Spark's Kafka sink: {ratio:.2f}x, not {which}{missed[0]:g}x: "
+                    f"{wanted:,.0f} rows/s would be, where it ran {eo.rows_per_second:,.0f} and Spark's Kafka sink "
+                    f"{spark_sink.rows_per_second:,.0f}. CPU per row, the sink's job: {cpu_split(eo)}; Spark's Kafka "
+                    f"sink's: {cpu_split(spark_sink)}. {budget_text(eo, wanted)}")
+        limit = receive_and_produce(results, protocol)
+        if protocol in LIMIT_TARGETS and eo and eo.cpu and limit \
+                and eo.rows_per_second < LIMIT_TARGETS[protocol] * limit:
+            wanted, drain = LIMIT_TARGETS[protocol] * limit, find("e2e", DRAIN)
+            notes.append(
+                f"- {name}, exactly-once vs {LIMIT}: {eo.rows_per_second / limit:.2f}, not "
+                f"{LIMIT_TARGETS[protocol]:g}: {wanted:,.0f} rows/s would be, where it ran {eo.rows_per_second:,.0f}. "
+                f"The limit, {limit:,.0f} rows/s, is receiving at {drain.rows_per_second:,.0f} rows/s (the drain "
+                f"job) then producing at {bare.rows_per_second:,.0f} ({bare.name}). CPU per row, the sink's job: "
+                f"{cpu_split(eo)}. {budget_text(eo, wanted)}")
         if eo and alo and eo.rows_per_second < TRANSACTIONS_TARGET * alo.rows_per_second:
             notes.append(f"- {name}, exactly-once: {eo.rows_per_second / alo.rows_per_second:.2f} of at-least-once, "
                          f"not {TRANSACTIONS_TARGET:g} ({eo.note}; at-least-once: {alo.note}).")

@@ -45,7 +45,9 @@ def with_summary(text: str) -> str:
 
 
 def summary_lines(text: str) -> list[str]:
-    """The summary's lines, each a range read back from the tables of ``text`` (none for a missing section)."""
+    """The summary's lines, each a range read back from the tables of ``text`` (none for a missing section; the
+    embedded broker's Spark-to-Kafka table, beside real Kafka's, is left out)."""
+    text = re.sub(r"^## Spark to Kafka on the embedded broker .*?(?=^## |\Z)", "", text, flags=re.S | re.M)
     rows = [[cell.strip() for cell in line.strip().strip("|").split("|")]
             for line in text.splitlines() if line.startswith("| ") and not line.startswith("| what |")]
 
@@ -73,11 +75,14 @@ def summary_lines(text: str) -> list[str]:
     transactions = ratios("exactly-once vs at-least-once (the cost of transactions)")
     if written and bare and jobs and transactions:
         spark = re.search(r"## Spark to Kafka \((local\[\d+\])\)", text)
+        kafka_sink = ratios("exactly-once vs Spark's Kafka sink")
+        beside = (f" On Canal-JSON, exactly-once runs {span(kafka_sink, '{:.2f}x')} Spark's Kafka sink writing "
+                  "Canal-JSON-shaped values." if kafka_sink else "")
         lines.append(f"- **Spark to Kafka{', ' + spark[1] if spark else ''}:** {span(written, '{:,.0f}')} rows/s "
                      "at-least-once, "
                      f"{span(jobs, '{:.1f}x')} a hand-written foreachPartition producer and {span(bare, '{:.2f}')} "
                      f"of the bare producer's best (the limit); exactly-once runs at {span(transactions, '{:.2f}')} "
-                     "of at-least-once.")
+                     "of at-least-once." + beside)
     protocols = set(TITLES.values())
     reads = values(2, 4, protocols.__contains__) + values(3, 4, protocols.__contains__)
     sources = [(r[0], r[2]) for r in rows if len(r) == 6 and r[0].startswith("Spark Kafka source")]
@@ -98,7 +103,8 @@ def summary_lines(text: str) -> list[str]:
     writes = text.partition(READ_SECTION_START)[0]
     machine = re.search(r"Machine: (\d+) cores", writes)
     broker = ("the embedded Tansu broker (in memory), not Apache Kafka" if "Broker: the embedded Tansu broker" in writes
-              else "the Kafka its section names")
+              else "one node of Apache Kafka on loopback (and, in a table of their own, to the embedded broker)"
+              if "Broker: Apache Kafka" in writes else "the Kafka its section names")
     lines.append(f"- **Caveats:** a {machine[1] + '-core ' if machine else ''}machine that Spark, its Python workers "
                  f"and the broker share; the writes went to {broker}, with a test double for Avro's registry; each "
                  "section names its own run. Compare the ratios, not the rows/s; the targets missed are listed "

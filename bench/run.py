@@ -18,8 +18,14 @@ Measures, on the standard change feed (``feed.py``):
   - the CPU per row of each stage of one task (receive, input contract,
     dispatch, encode, produce), by the task's own clock;
   - Spark jobs over the feed, per protocol: ``format("ticdc")`` in each delivery
-    mode and the hand-written ``foreachPartition`` producer; and Spark's
-    ``noop`` sink (the input limit);
+    mode and the hand-written ``foreachPartition`` producer; Spark's own Kafka
+    sink (``format("kafka")``) fed by ``to_json`` expressions that build
+    Canal-JSON- and Debezium-shaped values (``spark_kafka_sink.py``); and Spark's
+    ``noop`` sink (the input limit). On real Kafka (``integration/kafka_server.py``,
+    unless ``--bootstrap-servers``), with the limits; then the sink's jobs and the
+    limits again on the embedded broker, in a table of their own. ``--small``
+    writes to the embedded broker only, without Spark's Kafka sink, unless with
+    ``--spark-kafka-sink``;
   - per protocol, the peak RSS of the Python worker writing one large partition
     (to a broker that drops what it receives, unless ``--bootstrap-servers``);
   - reading: per protocol, ``spark.read.format("ticdc")`` over a topic the sink
@@ -84,6 +90,10 @@ def parse_args(argv: list[str] | None):
     parser.add_argument("--claim-check-only", action="store_true",
                         help="only the claim-check section (encode-only, no broker): it replaces that section of "
                              "--output and keeps the others")
+    parser.add_argument("--spark-kafka-sink", action="store_true",
+                        help="with --small: the Spark-to-Kafka runs on real Kafka beside Spark's Kafka sink, then on "
+                             "the embedded broker, as a complete run makes them (Java and Maven Central needed); "
+                             "the smoke run otherwise writes to the embedded broker only")
     parser.add_argument("--output", type=Path,
                         help="default: bench/RESULTS.md for a complete run, bench/.data/PARTIAL.md for any other")
     parser.add_argument("--data-dir", type=Path, default=BENCH / ".data")
@@ -126,17 +136,19 @@ def measured_report(args, path: Path, registry: str | None, registry_name: str |
         protocol_results, profiles[protocol] = encode_runs(table, protocol, registry, avro, encode_turns(args))
         results += protocol_results
     del table
-    broker_name = "none (--encode-only)"
+    broker_name, e2e_broker, kafka_sink = "none (--encode-only)", None, None
     if not args.encode_only:
-        output_results, broker_name = output_runs(args, path, registry, avro)
-        results += output_results
+        output = output_runs(args, path, registry, avro)
+        results += output.results
+        checks += output.checks
+        broker_name, e2e_broker, kafka_sink = output.broker, output.e2e_broker, output.kafka_sink
     services = f"Broker: {broker_name}." + (f" Schema Registry: {registry_name}." if registry_name else "")
     claim_check = ""
     if "canal-json" in args.protocols:
         say("encode-only canal-json with claim-check to a local directory")
         claim_check = "\n" + claim_check_section(read_feed(path), turns=encode_turns(args))
     reads = "\n" + read_text if read_text else ""
-    return report_text(results, args, profiles, services, checks) + claim_check + reads
+    return report_text(results, args, profiles, services, checks, e2e_broker, kafka_sink) + claim_check + reads
 
 
 def main(argv: list[str] | None = None) -> int:
