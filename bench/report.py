@@ -12,10 +12,11 @@ import time
 import pyarrow as pa
 from common import CORES, TOPIC_PARTITIONS, Result, title
 from handwritten import STANDARD_SERIALIZER
-from limits import BARE, PRODUCE_CALLS, bare_limit, processes_text
+from limits import BARE, NATIVE_BATCH, PRODUCE_CALLS, bare_limit, processes_text
 from spark_kafka_sink import BASELINE_SHAPE, SHAPES, baseline_name
 from spark_to_kafka import DRAIN, E2E_TURNS, EMBEDDED, STAGE_ROWS, TURNED
 
+from ticdc_sink.kafka import native_produce
 from ticdc_sink.sink.costs import LIBRDKAFKA, STAGES
 
 # Each protocol's encode-only vs its hand-written encode step (STANDARD_SERIALIZER): 10x for the JSON protocols,
@@ -56,7 +57,10 @@ def machine() -> str:
 
     return (f"{CORES} cores ({cpu}), {memory:.0f} GiB; Python {platform.python_version()}, "
             f"pyspark {pyspark.__version__}, pyarrow {pa.__version__}, "
-            f"confluent-kafka {confluent_kafka.version()[0]} (librdkafka {confluent_kafka.libversion()[0]})")
+            f"confluent-kafka {confluent_kafka.version()[0]} (librdkafka {confluent_kafka.libversion()[0]}); "
+            + ("ticdc-sink-native installed: the sink hands each batch to librdkafka in one call "
+               "(native-producer=auto), but in the runs named native-producer=off" if native_produce.installed()
+               else "ticdc-sink-native not installed: a produce() call per message"))
 
 
 def verdict(value: float, target: float) -> str:
@@ -174,10 +178,11 @@ def report_text(results: list[Result], args, profiles: dict[str, str], services:
                   "the broker during each job: near 100% of the cores means the job is bound by CPU, shared by all "
                   "three on this machine.", ""]
     if any(r.name.startswith(BARE) for r in results):
-        lines += [f"The sink produces with {PRODUCE_CALLS['produce']}, whichever call the bare producer found "
+        own = NATIVE_BATCH if NATIVE_BATCH in PRODUCE_CALLS else "produce"
+        lines += [f"The sink produces with {PRODUCE_CALLS[own]}, whichever call the bare producer found "
                   "fastest: a task may report only rows the broker acknowledged, and its order check compares the "
-                  "offsets each task's messages landed at, which only a report per message carries (with failure "
-                  "reports only, librdkafka reports no success, and so no offset, for any message). "
+                  "offsets each task's messages landed at, which only a delivery counted per message carries (with "
+                  "failure reports only, librdkafka reports no success, and so no offset, for any message). "
                   "`produce_batch()` takes a dict per message and reports each as `produce()` does.", ""]
     lines += stage_table(results, find("e2e", DRAIN))
     if not args.small:

@@ -25,6 +25,7 @@ from spark_kafka_sink import (BASELINE_SHAPE, CHECK_ROWS, DEFAULTS, TUNED, basel
                               check_shapes, sink_sizes, write_baseline)
 
 from ticdc_sink.config.sink_options import parse_options
+from ticdc_sink.kafka import native_produce
 from ticdc_sink.sink.task import WritePlan
 
 STAGE_ROWS = 300_000  # per protocol, of the per-stage runs: the costs per row settle well before the feed's end
@@ -32,6 +33,7 @@ DRAIN = "Python sink that drops its input (bench-drain)"
 DELIVERIES = ("at-least-once", "exactly-once")
 E2E_TURNS = 3  # of the jobs Canal-JSON's targets compare (TURNED): its sink's, each mode, and Spark's Kafka sink's
 TURNED = ("canal-json",)
+PYTHON_PATH = ", native-producer=off"  # the name's tail of a run on the Python path
 EMBEDDED = "e2e-embedded"  # the section of the second Spark-to-Kafka table, on the embedded broker
 EMBEDDED_NAME = "the embedded Tansu broker (in memory)"
 
@@ -64,11 +66,14 @@ def measured(name: str, rows: int, action, section: str = "e2e") -> Result:
 
 
 def ticdc_job(df, rows: int, bootstrap_servers: str, protocol: str, delivery: str, registry: str | None,
-              section: str = "e2e") -> Result:
-    """``format("ticdc")`` writing ``df`` in ``protocol`` and ``delivery`` to a topic of its own."""
+              section: str = "e2e", python_path: bool = False) -> Result:
+    """``format("ticdc")`` writing ``df`` in ``protocol`` and ``delivery`` to a topic of its own (``python_path``:
+    with ``native-producer=off``, a ``produce()`` call per message, where ticdc-sink-native is installed)."""
     options = sink_options(bootstrap_servers, unique_topic(f"bench-{protocol}-{delivery}"), delivery, protocol,
                            registry)
-    result = measured(f"ticdc-sink {protocol}, {delivery}", rows,
+    if python_path:
+        options["native-producer"] = "off"
+    result = measured(f"ticdc-sink {protocol}, {delivery}{PYTHON_PATH if python_path else ''}", rows,
                       lambda: df.write.format("ticdc").mode("append").options(**options).save(), section)
     delete_topic(bootstrap_servers, topic_written(options))
     return result
@@ -123,6 +128,10 @@ def spark_jobs(spark, path: Path, rows: int, bootstrap_servers: str, protocols: 
     for protocol in protocols:
         runs = {f"ticdc-sink {protocol}, {delivery}": functools.partial(
             ticdc_job, df, rows, bootstrap_servers, protocol, delivery, registry) for delivery in DELIVERIES}
+        if protocol in TURNED and native_produce.installed():  # the path without the native package, beside it
+            runs.update({f"ticdc-sink {protocol}, {delivery}{PYTHON_PATH}": functools.partial(
+                ticdc_job, df, rows, bootstrap_servers, protocol, delivery, registry, python_path=True)
+                for delivery in DELIVERIES})
         if protocol in shapes:
             runs[baseline_name(protocol)] = functools.partial(baseline_job, df, rows, bootstrap_servers, protocol)
             measured_shapes.add(protocol)

@@ -23,7 +23,7 @@ from ticdc_sink.config.sink_options import parse_options
 from ticdc_sink.errors import DeliveryError
 from ticdc_sink.kafka import native_produce, producer
 from ticdc_sink.kafka.messages import Messages
-from ticdc_sink.kafka.producer import _PURGED, FENCED_ERRORS, KafkaOutput
+from ticdc_sink.kafka.producer import FENCED_ERRORS, PURGED, KafkaOutput
 from ticdc_sink.kafka.transactions import TransactionalOutput
 
 if not native_produce.installed():
@@ -300,7 +300,7 @@ def test_a_fenced_attempt_stops_with_the_same_one_line_through_both_paths(broker
 
 
 def test_the_plugin_joins_a_users_own_plugins():
-    native, why = native_produce.load(FENCED_ERRORS, _PURGED)
+    native, why = native_produce.load(FENCED_ERRORS, PURGED)
     assert native is not None, why
     own = native.plugin_settings({})["plugin.library.paths"]
     assert own.endswith(".so") and os.path.isfile(own)

@@ -45,7 +45,7 @@ _FLUSH_MARGIN_SECONDS = 5
 FENCED_ERRORS = (KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH)
 FENCED_TEXTS = tuple(KafkaError(code).str() for code in FENCED_ERRORS)
 # Messages dropped by the producer itself: a failed transaction's queue, or a closing producer's.
-_PURGED = (KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT)
+PURGED = (KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT)
 
 
 def producer_settings(config: SinkConfig) -> dict[str, object]:
@@ -129,7 +129,7 @@ class KafkaOutput:
         self._settings = {**producer_settings(config), **(extra_settings or {})}
         self._client_errors = ClientErrors()
         self._log = ProducerLog(self._client_errors)
-        native = native_produce.choose(config, FENCED_ERRORS, _PURGED)
+        native = native_produce.choose(config, FENCED_ERRORS, PURGED)
         plugin = native.plugin_settings(self._settings) if native is not None else {}
         self._producer = clients.producer({**self._settings, **plugin, "error_cb": self._client_errors,
                                            "logger": self._log}, broker_timeout(config.broker_timeout_ms))
@@ -334,7 +334,7 @@ class KafkaOutput:
         if error is not None:
             self._failed += 1
             self._note_fenced(error)
-            if error.code() not in _PURGED:  # a purge's reason is what purged it (a failed transaction's log line)
+            if error.code() not in PURGED:  # a purge's reason is what purged it (a failed transaction's log line)
                 self._note_failure(message.topic(), message.partition(), error)
         else:
             self.delivered += 1
