@@ -64,10 +64,10 @@ def test_the_summary_is_made_from_the_tables_and_made_again_in_place():
     summary = results.partition("<!-- summary:")[2].partition("<!-- /summary -->")[0].strip().splitlines()[1:]
     assert len(summary) == 5 and results.startswith("# Benchmark results\n\n<!-- summary:")
     assert with_summary(results) == results
-    encode = "| ticdc-sink canal-json | 1,000,000 | 2.54 | 393,670 |"
-    assert encode in results
-    faster = with_summary(results.replace(encode, "| ticdc-sink canal-json | 1,000,000 | 0.10 | 9,999,999 |"))
-    assert "the sink's encoders run 277,174 to 9,999,999 rows/s" in faster
+    encode = next(line for line in results.splitlines() if line.startswith("| ticdc-sink canal-json | "))
+    rows = encode.split(" | ")[1]
+    faster = with_summary(results.replace(encode, f"| ticdc-sink canal-json | {rows} | 0.10 | 99,999,999 | 1.0 | |"))
+    assert "rows/s" in summary[0] and " to 99,999,999 rows/s" in faster
 
 
 def test_each_missed_target_is_explained_with_the_figures_that_measured_it(monkeypatch):
