@@ -390,10 +390,18 @@ static PyObject *py_bind(PyObject *self, PyObject *args) {
     return result;
 }
 
-static PyObject *py_registered(PyObject *self, PyObject *arg) {
-    if (!bound)
-        return PyErr_Format(PyExc_RuntimeError, "ticdc_sink_native.bind() was not called");
+/* The producer handle a Python call names; 0 with an exception set where the call cannot be served. */
+static uintptr_t handle_of(PyObject *arg) {
+    if (!bound) {
+        PyErr_Format(PyExc_RuntimeError, "ticdc_sink_native.bind() was not called");
+        return 0;
+    }
     uintptr_t handle = (uintptr_t)PyLong_AsUnsignedLongLong(arg);
+    return PyErr_Occurred() ? 0 : handle;
+}
+
+static PyObject *py_registered(PyObject *self, PyObject *arg) {
+    uintptr_t handle = handle_of(arg);
     if (PyErr_Occurred())
         return NULL;
     state_t *state = acquire(handle);
@@ -561,9 +569,7 @@ static PyObject *py_produce(PyObject *self, PyObject *args) {
  * highest acknowledged offset as (topic, partition, first, last).
  */
 static PyObject *py_take(PyObject *self, PyObject *arg) {
-    if (!bound)
-        return PyErr_Format(PyExc_RuntimeError, "ticdc_sink_native.bind() was not called");
-    uintptr_t handle = (uintptr_t)PyLong_AsUnsignedLongLong(arg);
+    uintptr_t handle = handle_of(arg);
     if (PyErr_Occurred())
         return NULL;
     state_t *state = acquire(handle);
