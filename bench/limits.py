@@ -56,11 +56,12 @@ def produce_all(settings: dict, topic: str, messages: list[tuple[int, bytes | No
         settings.update(native.plugin_settings(settings))
         batches = _arrow_batches(topic, messages)  # as the sink's encoders hand them over, made before timing
     producer = Producer(settings)
+    attached = None if native is None else native.attach(producer)
     started = time.perf_counter()
     if call == "produce_batch":
         _produce_batches(producer, topic, messages, on_delivery)
-    elif native is not None:
-        _produce_native(producer, native.attach(producer), batches)
+    elif attached is not None:
+        _produce_native(producer, attached, batches)
     else:
         callback = on_delivery if call == "produce" else None
         for count, (partition, key, value) in enumerate(messages):
@@ -74,8 +75,8 @@ def produce_all(settings: dict, topic: str, messages: list[tuple[int, bytes | No
                 producer.poll(0)
     remaining = producer.flush(120)
     elapsed = time.perf_counter() - started
-    if native is not None:
-        taken = native.attach(producer).take()
+    if attached is not None:
+        taken = attached.take()
         delivered[0] += taken.acknowledged
         if taken.failed:
             failures.append(taken.failures)
