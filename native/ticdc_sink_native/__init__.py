@@ -1,6 +1,7 @@
-"""ticdc-sink's native producer path: the C extension ``_batch_produce`` (see native/README.md).
+"""ticdc-sink's native parts (see native/README.md): the producer path ``_batch_produce`` and the text join ``_text_join``.
 
-``ticdc_sink.kafka.native_produce`` is its only user; nothing here is meant to be called directly.
+``ticdc_sink.kafka.native_produce`` and ``ticdc_sink.table.native_text`` are their only users; nothing here is
+meant to be called directly.
 """
 
 from ._batch_produce import bind, produce, registered, take  # noqa: F401

@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 from ..errors import ContractError
 from ..table.mysql_types import INTEGER_KINDS, STRING_KINDS, MySQLType
 from ..table.schema import Column, TableSchema
-from ..table.value_text import string_scalar
+from ..table.text_join import string_scalar
 from .tidb_json import InvalidJSON, json_column
 
 

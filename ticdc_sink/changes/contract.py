@@ -21,7 +21,7 @@ from ..config.sink import SinkConfig, require_table_names
 from ..ddl.statements import SCHEMA_LEVEL_ACTIONS, DDLChange, classify
 from ..errors import ConfigError, ContractError, TiCDCSinkError
 from ..table.schema import TableSchema, build_table_schema
-from ..table.value_text import string_scalar
+from ..table.text_join import string_scalar
 from ..tso import TSO_LOGICAL_BITS, now_tso
 from .canonical import canonical_columns
 

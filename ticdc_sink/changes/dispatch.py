@@ -22,7 +22,8 @@ import pyarrow.compute as pc
 from ..config.sink import SinkConfig
 from ..errors import ConfigError
 from ..table.schema import Column, TableSchema
-from ..table.value_text import join, value_text
+from ..table.text_join import join
+from ..table.value_text import value_text
 from .contract import ChangeBatch
 
 _KAFKA_FORBIDDEN = re.compile(r"[^a-zA-Z0-9._\-]")

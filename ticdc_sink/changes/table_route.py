@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 
 from ..config.sink import SinkConfig
 from ..ddl.statements import DDLChange
-from ..table.value_text import join
+from ..table.text_join import join
 
 
 def _substitute(expression: str, schema: str, table: str, default: str) -> str:

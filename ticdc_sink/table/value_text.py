@@ -11,14 +11,13 @@ How a protocol then writes the text (JSON strings, ...) lives in ``codec/``.
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..tso import TSO_LOGICAL_BITS
 from .mysql_types import INTEGER_KINDS, MySQLType
+from .text_join import join, string_scalar
 
 # ---------------------------------------------------------------------------
 # Numbers
@@ -181,19 +180,6 @@ def duration_text(values: pa.Array, fsp: int) -> pa.Array:
         fraction = magnitude - total_seconds * 1_000_000
         clock = join(clock, _fraction_text(fraction, fsp, mask))
     return clock
-
-
-@functools.lru_cache(maxsize=1024)
-def string_scalar(constant: str) -> pa.Scalar:
-    """An Arrow string scalar: a Python str handed to a compute function costs a type inference
-    (about 0.2 ms each, pyarrow trying an optional import), which adds up over a batch's many calls."""
-    return pa.scalar(constant, pa.string())
-
-
-def join(*parts) -> pa.Array:
-    """Element-wise concatenation of string arrays and constant strings."""
-    return pc.binary_join_element_wise(*(string_scalar(p) if isinstance(p, str) else p for p in parts),
-                                       string_scalar(""))
 
 
 def at_rows(base: pa.Array | str, rows: np.ndarray, values: pa.Array, n: int) -> pa.Array:

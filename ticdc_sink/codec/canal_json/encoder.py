@@ -30,7 +30,8 @@ from ...errors import ConfigError
 from ...kafka.messages import Messages
 from ...table.row_key import RowKeyEncoder
 from ...table.schema import Column, TableSchema
-from ...table.value_text import at_rows, physical_ms_text, string_scalar, value_text
+from ...table.text_join import string_scalar
+from ...table.value_text import at_rows, physical_ms_text, value_text
 from ...tso import tso_physical_ms
 from ..base import Encoder
 from ..shared import java_sql_types as java

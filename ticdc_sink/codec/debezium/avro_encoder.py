@@ -39,7 +39,8 @@ from ...ddl.statements import DDLChange
 from ...errors import ContractError
 from ...kafka.messages import BROADCAST, Messages
 from ...table.schema import Column, TableSchema
-from ...table.value_text import bit_bytes, decimal_text, enum_names, join, set_names, timestamp_text, value_text
+from ...table.text_join import join
+from ...table.value_text import bit_bytes, decimal_text, enum_names, set_names, timestamp_text, value_text
 from ...tso import TSO_LOGICAL_BITS
 from ..base import Encoder
 from ..shared.assembly import row_messages

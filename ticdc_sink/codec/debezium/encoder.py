@@ -26,7 +26,8 @@ from ...config.sink import SinkConfig
 from ...ddl.statements import DDLChange
 from ...kafka.messages import BROADCAST, Messages
 from ...table.schema import TableSchema
-from ...table.value_text import join, physical_ms_text
+from ...table.text_join import join
+from ...table.value_text import physical_ms_text
 from ..base import Encoder
 from ..shared.assembly import at_updates, row_messages
 from ..shared.json_text import PLAIN, concat, object_parts, quote_json, quoted_names_of

@@ -26,7 +26,8 @@ from ...ddl.protocol_types import tidb_action_code
 from ...ddl.statements import DDLChange
 from ...kafka.messages import BROADCAST, Messages
 from ...table.schema import Column, TableSchema
-from ...table.value_text import float_json_numbers, join, string_scalar, value_text
+from ...table.text_join import join, string_scalar
+from ...table.value_text import float_json_numbers, value_text
 from ..base import Encoder
 from ..shared.assembly import at_updates, check_sizes, large_messages
 from ..shared.json_text import (PLAIN, bare_fragments, base64_fragments, changed_members_object, concat,

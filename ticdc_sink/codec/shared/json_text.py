@@ -22,7 +22,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...table.value_text import as_string, join, string_scalar
+from ...table.text_join import join, string_scalar
+from ...table.value_text import as_string
 
 HTML, GO_JSON, PLAIN = "html", "go-json", "plain"
 _SHORT_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}

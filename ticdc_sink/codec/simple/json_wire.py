@@ -20,7 +20,8 @@ import pyarrow.compute as pc
 
 from ...table.row_checksum import CHECKSUM_VERSION
 from ...table.schema import Column
-from ...table.value_text import join, string_scalar, value_text
+from ...table.text_join import join, string_scalar
+from ...table.value_text import value_text
 from ..shared.json_text import (GO_JSON, base64_fragments, concat, json_fragments, object_parts, quote_json,
                                 quote_json_array)
 from .table_schema import SimpleTable

@@ -1,0 +1,76 @@
+"""ticdc-sink-native's one-pass text join (``table/text_join.py``) against Arrow's ``binary_join_element_wise``.
+
+Every encoder's text goes through ``join``; with the package installed it is the C join, so its arrays must be
+Arrow's, byte for byte and null for null, over what the encoders hand it: sliced arrays, nulls, empty and
+multi-byte values, one row and none; and what it does not take must reach Arrow, for Arrow's result or error. The encoders' own goldens then run on it too
+(CI's native step).
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from ticdc_sink.table import text_join
+from ticdc_sink.table.text_join import arrow_join, join
+
+if text_join._native is None:
+    pytest.skip("ticdc-sink-native is not installed (pip install ./native): the Arrow join is the only one",
+                allow_module_level=True)
+
+WORDS = ["", "a", "null", '"q"', "é", "日本語", "\U0001f600", "x" * 300, "<&>", "\\", "\n"]
+
+
+def random_array(rng: random.Random, n: int) -> pa.Array:
+    values = [None if rng.random() < 0.2 else rng.choice(WORDS) + str(rng.randrange(1000)) for _ in range(n + 3)]
+    array = pa.array(values, pa.string())
+    start = rng.randrange(3)
+    return array.slice(start, n)  # a slice: its buffers start before its first row
+
+
+def assert_same(parts: list) -> None:
+    native, arrow = join(*parts), arrow_join(*parts)
+    assert native.type == arrow.type
+    assert native.null_count == arrow.null_count
+    assert native.to_pylist() == arrow.to_pylist()
+    assert native.equals(arrow)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_parts_join_as_arrow_joins_them(seed):
+    rng = random.Random(seed)
+    n = rng.choice([0, 1, 7, 64, 1000])
+    parts = []
+    for _ in range(rng.randrange(1, 12)):
+        parts.append(rng.choice(WORDS) if rng.random() < 0.4 else random_array(rng, n))
+    if all(isinstance(p, str) for p in parts):
+        parts.append(random_array(rng, n))
+    assert_same(parts)
+
+
+def test_a_row_with_a_null_part_is_null_and_takes_no_bytes():
+    values = pa.array(["a", None, "c"])
+    joined = join('"', values, '"')
+    assert joined.to_pylist() == ['"a"', None, '"c"']
+    assert np.frombuffer(joined.buffers()[1], np.int32).tolist() == [0, 3, 3, 6]
+
+
+def test_the_native_join_is_the_one_that_runs():
+    values = pa.array(["a", None])
+    assert text_join._native_join(("[", values, "]")) is not None
+
+
+def test_what_the_native_join_does_not_take_goes_to_arrow():
+    binary, large = pa.array([b"a", b"b"]), pa.array(["a", "b"], pa.large_string())
+    chunked = pa.chunked_array([["a"], ["b"]])
+    for parts in [("[", binary, "]"), ("[", large, "]"), (binary, binary), ("[", chunked, "]"), ("[", "]"),
+                  (pa.array(["a"]), pa.array(["a", "b"]))]:
+        assert text_join._native_join(parts) is None
+    assert join("[", chunked, "]").equals(arrow_join("[", chunked, "]"))
+    with pytest.raises(pa.ArrowNotImplementedError):
+        join("[", large, "]")
+    with pytest.raises(pa.ArrowInvalid):
+        join(pa.array(["a"]), pa.array(["a", "b"]))

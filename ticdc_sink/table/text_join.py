@@ -1,0 +1,71 @@
+"""Element-wise concatenation of string arrays and constant strings: how every encoder builds its text.
+
+A JSON message is tens of fragments per row, and Arrow's ``binary_join_element_wise`` makes a pass over its
+output per call.  Where ticdc-sink-native is installed (``native/``), its ``_text_join`` writes each row once,
+from the parts' buffers; it gives the same array, byte for byte and null for null (a row with a null part is
+null), and Arrow does whatever it does not take (other types than ``string``, chunked arrays, only constants,
+over 2 GiB), with Arrow's result or error.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+try:
+    from ticdc_sink_native import _text_join as _native
+except ImportError:  # the package is optional; without it, Arrow joins
+    _native = None
+
+@functools.lru_cache(maxsize=1024)
+def string_scalar(constant: str) -> pa.Scalar:
+    """An Arrow string scalar: a Python str handed to a compute function costs a type inference
+    (about 0.2 ms each, pyarrow trying an optional import), which adds up over a batch's many calls."""
+    return pa.scalar(constant, pa.string())
+
+
+def join(*parts) -> pa.Array:
+    """Element-wise concatenation of string arrays and constant strings."""
+    if _native is not None:
+        joined = _native_join(parts)
+        if joined is not None:
+            return joined
+    return arrow_join(*parts)
+
+
+def arrow_join(*parts) -> pa.Array:
+    """``join`` by Arrow's kernel alone (what runs without ticdc-sink-native)."""
+    return pc.binary_join_element_wise(*(string_scalar(p) if isinstance(p, str) else p for p in parts),
+                                       string_scalar(""))
+
+
+@functools.lru_cache(maxsize=4096)
+def _constant(text: str) -> bytes:
+    return text.encode()
+
+
+def _native_join(parts: tuple) -> pa.Array | None:
+    """The native join's string array, or None for what it does not take."""
+    arguments, length = [], None
+    for part in parts:
+        if isinstance(part, str):
+            arguments.append(_constant(part))
+            continue
+        if not isinstance(part, pa.Array) or part.type != pa.string():
+            return None
+        if length is None:
+            length = len(part)
+        elif len(part) != length:
+            return None  # Arrow's error
+        validity, offsets, data = part.buffers()
+        arguments.append((validity.address if validity is not None and part.null_count else 0, offsets.address,
+                          data.address if data is not None else 0, part.offset, False))
+    if length is None:
+        return None
+    joined = _native.join(tuple(arguments), length, pa.allocate_buffer)  # ``parts`` holds the arrays meanwhile
+    if joined is None:
+        return None
+    offsets, data, validity, null_count = joined
+    return pa.StringArray.from_buffers(length, offsets, data, validity, null_count)
