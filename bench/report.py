@@ -59,8 +59,9 @@ def machine() -> str:
             f"pyspark {pyspark.__version__}, pyarrow {pa.__version__}, "
             f"confluent-kafka {confluent_kafka.version()[0]} (librdkafka {confluent_kafka.libversion()[0]}); "
             + ("ticdc-sink-native installed: the sink hands each batch to librdkafka in one call "
-               "(native-producer=auto), but in the runs named native-producer=off" if native_produce.installed()
-               else "ticdc-sink-native not installed: a produce() call per message"))
+               "(native-producer=auto), but in the runs named native-producer=off, and every encoder joins its text "
+               "with the package's C join, in those runs too" if native_produce.installed()
+               else "ticdc-sink-native not installed: a produce() call per message, and Arrow's text join"))
 
 
 def verdict(value: float, target: float) -> str:
