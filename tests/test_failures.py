@@ -152,7 +152,10 @@ def test_brokers_gone_while_a_read_is_planned_fail_it_within_the_broker_timeout_
     assert time.monotonic() - started < 2 + 1.5
     line = str(error.value)
     assert line.startswith(f"cannot reach the Kafka brokers {gone.bootstrap_servers} within broker-timeout-ms=2000 (")
-    assert "Connection refused" in line and line.endswith("or raise broker-timeout-ms"), line
+    # The cause is the refused reconnection, or on a loaded machine the plan's own call failing first, before
+    # librdkafka has tried to reconnect.
+    assert ("Connection refused" in line or "Broker transport failure" in line), line
+    assert line.endswith("or raise broker-timeout-ms"), line
 
 
 def test_client_errors_keep_each_reason_once_without_the_count_of_brokers_down():
