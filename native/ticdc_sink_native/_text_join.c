@@ -21,13 +21,6 @@ typedef struct {
     Py_ssize_t text_len;
 } part_t;
 
-static void free_parts(part_t *parts, PyObject **held, Py_ssize_t count) {
-    for (Py_ssize_t p = 0; p < count; p++)
-        Py_XDECREF(held[p]);
-    PyMem_Free(parts);
-    PyMem_Free(held);
-}
-
 /* A writable buffer of `size` bytes from `allocate` (pyarrow.allocate_buffer: Arrow's pool, whose memory is reused
  * from batch to batch, where fresh memory costs a page fault per 4 KiB on its first write). */
 static PyObject *allocated(PyObject *allocate, Py_ssize_t size, Py_buffer *view) {
@@ -54,24 +47,19 @@ static PyObject *py_join(PyObject *self, PyObject *args) {
         return PyErr_Format(PyExc_ValueError, "length %zd", length);
     Py_ssize_t count = PyTuple_GET_SIZE(sequence);
     part_t *parts = PyMem_Calloc((size_t)(count ? count : 1), sizeof(*parts));
-    PyObject **held = PyMem_Calloc((size_t)(count ? count : 1), sizeof(*held));
-    if (!parts || !held) {
-        PyMem_Free(parts);
-        PyMem_Free(held);
+    if (!parts)
         return PyErr_NoMemory();
-    }
-    Py_ssize_t constant_len = 0; /* every row has all the constants */
+    Py_ssize_t constant_len = 0; /* every row has all the constants; the parts tuple holds their bytes */
     for (Py_ssize_t p = 0; p < count; p++) {
         PyObject *item = PyTuple_GET_ITEM(sequence, p);
         if (PyBytes_Check(item)) {
-            held[p] = Py_NewRef(item);
             parts[p].text = PyBytes_AS_STRING(item);
             parts[p].text_len = PyBytes_GET_SIZE(item);
             constant_len += parts[p].text_len;
         } else if (!PyTuple_Check(item) || !parse_binary(item, &parts[p].array)) {
             if (!PyErr_Occurred())
                 PyErr_Format(PyExc_TypeError, "part %zd is neither bytes nor an array's buffers", p);
-            free_parts(parts, held, count);
+            PyMem_Free(parts);
             return NULL;
         }
     }
@@ -84,7 +72,7 @@ static PyObject *py_join(PyObject *self, PyObject *args) {
             PyBuffer_Release(&offsets_view);
             Py_DECREF(offsets_buffer);
         }
-        free_parts(parts, held, count);
+        PyMem_Free(parts);
         return NULL;
     }
     int32_t *offsets = offsets_view.buf;
@@ -125,7 +113,7 @@ static PyObject *py_join(PyObject *self, PyObject *args) {
         PyBuffer_Release(&validity_view);
         Py_DECREF(offsets_buffer);
         Py_DECREF(validity_buffer);
-        free_parts(parts, held, count);
+        PyMem_Free(parts);
         if (PyErr_Occurred())
             return NULL;
         Py_RETURN_NONE;
@@ -151,7 +139,7 @@ static PyObject *py_join(PyObject *self, PyObject *args) {
         }
     }
     Py_END_ALLOW_THREADS
-    free_parts(parts, held, count);
+    PyMem_Free(parts);
     PyBuffer_Release(&offsets_view);
     PyBuffer_Release(&validity_view);
     PyBuffer_Release(&data_view);

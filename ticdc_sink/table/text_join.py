@@ -19,6 +19,7 @@ try:
 except ImportError:  # the package is optional; without it, Arrow joins
     _native = None
 
+
 @functools.lru_cache(maxsize=1024)
 def string_scalar(constant: str) -> pa.Scalar:
     """An Arrow string scalar: a Python str handed to a compute function costs a type inference
