@@ -26,6 +26,7 @@ import numpy as np
 import pyarrow as pa
 from confluent_kafka import KafkaError, KafkaException
 
+from ..arrow_buffers import buffer_addresses
 from ..config.sink import SinkConfig
 from ..errors import ConfigError
 from .messages import Messages
@@ -200,6 +201,4 @@ def _binary_buffers(array: pa.Array | None) -> tuple[pa.Array | None, tuple | No
         large = True
     else:  # another layout of bytes (a view type): its bytes, as the Python path would send them
         array, large = array.cast(pa.large_binary()), True
-    validity, offsets, data = array.buffers()[:3]
-    return array, (validity.address if validity is not None and array.null_count else 0, offsets.address,
-                   data.address if data is not None else 0, array.offset, large)
+    return array, buffer_addresses(array, large)

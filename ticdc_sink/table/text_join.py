@@ -14,6 +14,8 @@ import functools
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..arrow_buffers import buffer_addresses
+
 try:
     from ticdc_sink_native import _text_join as _native
 except ImportError:  # the package is optional; without it, Arrow joins
@@ -60,9 +62,7 @@ def _native_join(parts: tuple) -> pa.Array | None:
             length = len(part)
         elif len(part) != length:
             return None  # Arrow's error
-        validity, offsets, data = part.buffers()
-        arguments.append((validity.address if validity is not None and part.null_count else 0, offsets.address,
-                          data.address if data is not None else 0, part.offset, False))
+        arguments.append(buffer_addresses(part, large=False))
     if length is None:
         return None
     joined = _native.join(tuple(arguments), length, pa.allocate_buffer)  # ``parts`` holds the arrays meanwhile
