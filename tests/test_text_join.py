@@ -2,8 +2,9 @@
 
 Every encoder's text goes through ``join``; with the package installed it is the C join, so its arrays must be
 Arrow's, byte for byte and null for null, over what the encoders hand it: sliced arrays, nulls, empty and
-multi-byte values, one row and none; and what it does not take must reach Arrow, for Arrow's result or error. The encoders' own goldens then run on it too
-(CI's native step).
+multi-byte values, one row and none; and what it does not take must reach Arrow, for Arrow's result or error.
+Its JSON literals (``json_literals``, under ``json_text.json_fragments``) must be Arrow's
+passes' too, in each Go writer's escaping style.  The encoders' own goldens then run on both (CI's native step).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from ticdc_sink.codec.shared import json_text
 from ticdc_sink.table import text_join
 from ticdc_sink.table.text_join import arrow_join, join
 
@@ -74,3 +76,49 @@ def test_what_the_native_join_does_not_take_goes_to_arrow():
         join("[", large, "]")
     with pytest.raises(pa.ArrowInvalid):
         join(pa.array(["a"]), pa.array(["a", "b"]))
+
+
+# Every character some Go writer escapes (controls, quotes, backslash, HTML's, the line separators, whose UTF-8
+# shares its first two bytes with other characters), and their neighbours that none escapes.
+ESCAPED = [chr(c) for c in range(0x20)] + ['"', "\\", "<", ">", "&", "\u2028", "\u2029", "\u2027", "\u202a",
+                                           "\u20ac", "\x7f", "/", "'", "é", "\U0001f600"]
+
+
+def arrow_literals(values: pa.Array, style: str | None) -> pa.Array:
+    """What json_text builds without the package: its Arrow passes."""
+    native, text_join._native = text_join._native, None
+    try:
+        return json_text.json_fragments(values, escape=style is not None, style=style or json_text.HTML)
+    finally:
+        text_join._native = native
+
+
+@pytest.mark.parametrize("style", [json_text.HTML, json_text.GO_JSON, json_text.PLAIN, None])
+@pytest.mark.parametrize("seed", range(10))
+def test_json_literals_equal_what_arrow_builds(style, seed):
+    rng = random.Random(seed)
+    n = rng.choice([0, 1, 7, 300])
+    values = [None if rng.random() < 0.2 else "".join(rng.choice(ESCAPED + WORDS) for _ in range(rng.randrange(6)))
+              for _ in range(n + 2)]
+    array = pa.array(values, pa.string()).slice(rng.randrange(2), n)
+    native = text_join.json_literals(array, style)
+    assert native is not None
+    assert native.equals(arrow_literals(array, style)), (style, array.to_pylist())
+    assert native.null_count == 0
+
+
+def test_json_literals_escape_as_each_go_writer():
+    values = pa.array(['<a href="x">&\u2028\b\f\x01\\', None])
+    assert text_join.json_literals(values, json_text.HTML).to_pylist() == [
+        '"\\u003ca href=\\"x\\"\\u003e\\u0026\\u2028\\u0008\\u000c\\u0001\\\\"', "null"]
+    assert text_join.json_literals(values, json_text.GO_JSON).to_pylist() == [
+        '"\\u003ca href=\\"x\\"\\u003e\\u0026\\u2028\\b\\f\\u0001\\\\"', "null"]
+    assert text_join.json_literals(values, json_text.PLAIN).to_pylist() == [
+        '"<a href=\\"x\\">&\u2028\\u0008\\u000c\\u0001\\\\"', "null"]
+
+
+def test_json_literals_leave_to_arrow_what_they_do_not_take():
+    assert text_join.json_literals(pa.array(["a"], pa.large_string()), None) is None
+    assert text_join.json_literals(pa.chunked_array([["a"]]), None) is None
+    with pytest.raises(ValueError, match="no JSON escaping style"):
+        text_join.json_literals(pa.array(["a"]), "xml")

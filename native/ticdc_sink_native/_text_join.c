@@ -4,7 +4,9 @@
  * The JSON encoders assemble a message as tens of fragments per row (a column's quoted value, the constant text
  * between them), and Arrow's binary_join_element_wise makes a pass over its output per call, about 90 ns a row
  * for three parts. join() gives the same array, byte for byte and null for null (a row with a null part is
- * null), from the parts' buffers, with the GIL released.
+ * null), from the parts' buffers, with the GIL released. json_literals() makes a column's fragments in one pass
+ * too: its values escaped as JSON and quoted, `null` for nulls, where Arrow takes a pass per character escaped,
+ * one for the quotes and one for the nulls.
  */
 
 #define PY_SSIZE_T_CLEAN
@@ -28,6 +30,24 @@ static PyObject *allocated(PyObject *allocate, Py_ssize_t size, Py_buffer *view)
     if (buffer && PyObject_GetBuffer(buffer, view, PyBUF_WRITABLE) < 0)
         Py_CLEAR(buffer);
     return buffer;
+}
+
+/* The data's buffer of `total` bytes, or NULL: with an exception set, or without one past 32-bit offsets. */
+static PyObject *allocated_data(PyObject *allocate, int64_t total, Py_buffer *view) {
+    return total <= INT32_MAX ? allocated(allocate, (Py_ssize_t)total, view) : NULL;
+}
+
+static void release(PyObject *buffer, Py_buffer *view) {
+    PyBuffer_Release(view);
+    Py_DECREF(buffer);
+}
+
+/* What a function returns when allocated_data() gave NULL: None past 2 GiB (for Arrow to take the work and give
+ * its own result or error), else NULL with the exception. */
+static PyObject *none_unless_error(void) {
+    if (PyErr_Occurred())
+        return NULL;
+    Py_RETURN_NONE;
 }
 
 /*
@@ -68,10 +88,8 @@ static PyObject *py_join(PyObject *self, PyObject *args) {
     PyObject *offsets_buffer = allocated(allocate, (length + 1) * (Py_ssize_t)sizeof(int32_t), &offsets_view);
     PyObject *validity_buffer = offsets_buffer ? allocated(allocate, (length + 7) / 8, &validity_view) : NULL;
     if (!validity_buffer) {
-        if (offsets_buffer) {
-            PyBuffer_Release(&offsets_view);
-            Py_DECREF(offsets_buffer);
-        }
+        if (offsets_buffer)
+            release(offsets_buffer, &offsets_view);
         PyMem_Free(parts);
         return NULL;
     }
@@ -105,18 +123,12 @@ static PyObject *py_join(PyObject *self, PyObject *args) {
         offsets[i + 1] = (int32_t)total;
     }
     Py_END_ALLOW_THREADS
-    PyObject *data_buffer = NULL;
-    if (total <= INT32_MAX)
-        data_buffer = allocated(allocate, (Py_ssize_t)total, &data_view);
+    PyObject *data_buffer = allocated_data(allocate, total, &data_view);
     if (!data_buffer) {
-        PyBuffer_Release(&offsets_view);
-        PyBuffer_Release(&validity_view);
-        Py_DECREF(offsets_buffer);
-        Py_DECREF(validity_buffer);
+        release(offsets_buffer, &offsets_view);
+        release(validity_buffer, &validity_view);
         PyMem_Free(parts);
-        if (PyErr_Occurred())
-            return NULL;
-        Py_RETURN_NONE;
+        return none_unless_error();
     }
 
     /* Second pass: each valid row's parts, in order. */
@@ -150,10 +162,168 @@ static PyObject *py_join(PyObject *self, PyObject *args) {
     return Py_BuildValue("(NNNn)", offsets_buffer, data_buffer, validity_buffer, null_count);
 }
 
+/*
+ * JSON escaping as TiCDC's Go writers do it, by style (ticdc_sink/codec/shared/json_text.py names them): every
+ * style escapes the quote, the backslash and the control characters (\n \r \t short, the rest \u00XX); "html"
+ * (easyjson, goccy/go-json) also < > & and U+2028/U+2029 as \u003c ... \u2029; "go-json" (encoding/json) does
+ * the same and writes \b and \f short; "plain" (jsoniter, EscapeHTML off) nothing more.
+ */
+typedef struct {
+    uint8_t len[256];    /* a byte's escape length, 0: the byte as it is */
+    char text[256][6];
+    int line_separators; /* U+2028 and U+2029 (E2 80 A8/A9) as \u2028 and \u2029 */
+} escapes_t;
+
+static void escape_as(escapes_t *escapes, unsigned char byte, const char *text) {
+    escapes->len[byte] = (uint8_t)strlen(text);
+    memcpy(escapes->text[byte], text, escapes->len[byte]);
+}
+
+static int escapes_of(const char *style, escapes_t *escapes) {
+    static const char hex[] = "0123456789abcdef";
+    int html = !strcmp(style, "html"), go_json = !strcmp(style, "go-json");
+    if (!html && !go_json && strcmp(style, "plain"))
+        return 0;
+    memset(escapes, 0, sizeof(*escapes));
+    for (int c = 0; c < 0x20; c++) {
+        char text[7] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15], 0};
+        escape_as(escapes, (unsigned char)c, text);
+    }
+    escape_as(escapes, '\\', "\\\\");
+    escape_as(escapes, '"', "\\\"");
+    escape_as(escapes, '\n', "\\n");
+    escape_as(escapes, '\r', "\\r");
+    escape_as(escapes, '\t', "\\t");
+    if (go_json) {
+        escape_as(escapes, '\b', "\\b");
+        escape_as(escapes, '\f', "\\f");
+    }
+    if (html || go_json) {
+        escape_as(escapes, '<', "\\u003c");
+        escape_as(escapes, '>', "\\u003e");
+        escape_as(escapes, '&', "\\u0026");
+        escapes->line_separators = 1;
+    }
+    return 1;
+}
+
+/* U+2028 or U+2029 at bytes[i]. */
+static inline int line_separator_at(const char *bytes, size_t len, size_t i) {
+    return i + 2 < len && (unsigned char)bytes[i] == 0xE2 && (unsigned char)bytes[i + 1] == 0x80 &&
+           ((unsigned char)bytes[i + 2] & 0xFE) == 0xA8;
+}
+
+/* The escaped length of one value (escapes NULL: its own length). */
+static int64_t escaped_len(const escapes_t *escapes, const char *bytes, size_t len) {
+    if (!escapes)
+        return (int64_t)len;
+    int64_t out = (int64_t)len;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char byte = (unsigned char)bytes[i];
+        if (escapes->len[byte])
+            out += escapes->len[byte] - 1;
+        else if (byte == 0xE2 && escapes->line_separators && line_separator_at(bytes, len, i))
+            out += 3, i += 2; /* 3 bytes become 6 */
+    }
+    return out;
+}
+
+static char *escaped(const escapes_t *escapes, const char *bytes, size_t len, char *out) {
+    if (!escapes) {
+        memcpy(out, bytes, len);
+        return out + len;
+    }
+    size_t run = 0; /* bytes[run:i] go as they are */
+    for (size_t i = 0; i < len; i++) {
+        unsigned char byte = (unsigned char)bytes[i];
+        int separator = !escapes->len[byte] && byte == 0xE2 && escapes->line_separators &&
+                        line_separator_at(bytes, len, i);
+        if (!escapes->len[byte] && !separator)
+            continue;
+        memcpy(out, bytes + run, i - run);
+        out += i - run;
+        if (separator) {
+            memcpy(out, (unsigned char)bytes[i + 2] == 0xA8 ? "\\u2028" : "\\u2029", 6);
+            out += 6;
+            i += 2;
+        } else {
+            memcpy(out, escapes->text[byte], escapes->len[byte]);
+            out += escapes->len[byte];
+        }
+        run = i + 1;
+    }
+    memcpy(out, bytes + run, len - run);
+    return out + (len - run);
+}
+
+/*
+ * json_literals(array, length, style, allocate) -> (offsets, data, None, 0), or None past 2 GiB
+ *
+ * Each row of a string array as a JSON string: `null` for a null, else the value escaped in `style` (None: as it
+ * is) between double quotes. The result has no nulls; its buffers come from allocate(size).
+ */
+static PyObject *py_json_literals(PyObject *self, PyObject *args) {
+    PyObject *buffers, *allocate;
+    Py_ssize_t length;
+    const char *style;
+    binary_t array;
+    escapes_t escapes;
+    if (!PyArg_ParseTuple(args, "O!nzO", &PyTuple_Type, &buffers, &length, &style, &allocate) ||
+        !parse_binary(buffers, &array))
+        return NULL;
+    if (length < 0)
+        return PyErr_Format(PyExc_ValueError, "length %zd", length);
+    if (style && !escapes_of(style, &escapes))
+        return PyErr_Format(PyExc_ValueError, "no JSON escaping style %s", style);
+    const escapes_t *escaping = style ? &escapes : NULL;
+
+    Py_buffer offsets_view, data_view;
+    PyObject *offsets_buffer = allocated(allocate, (length + 1) * (Py_ssize_t)sizeof(int32_t), &offsets_view);
+    if (!offsets_buffer)
+        return NULL;
+    int32_t *offsets = offsets_view.buf;
+    int64_t total = 0;
+    Py_BEGIN_ALLOW_THREADS
+    offsets[0] = 0;
+    for (Py_ssize_t i = 0; i < length && total <= INT32_MAX; i++) {
+        size_t len;
+        const char *bytes = binary_at(&array, i, &len);
+        total += bytes ? 2 + escaped_len(escaping, bytes, len) : 4;
+        offsets[i + 1] = (int32_t)total;
+    }
+    Py_END_ALLOW_THREADS
+    PyObject *data_buffer = allocated_data(allocate, total, &data_view);
+    if (!data_buffer) {
+        release(offsets_buffer, &offsets_view);
+        return none_unless_error();
+    }
+    char *out = data_view.buf;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < length; i++) {
+        size_t len;
+        const char *bytes = binary_at(&array, i, &len);
+        if (!bytes) {
+            memcpy(out, "null", 4);
+            out += 4;
+            continue;
+        }
+        *out++ = '"';
+        out = escaped(escaping, bytes, len, out);
+        *out++ = '"';
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&offsets_view);
+    PyBuffer_Release(&data_view);
+    return Py_BuildValue("(NNOn)", offsets_buffer, data_buffer, Py_None, (Py_ssize_t)0);
+}
+
 static PyMethodDef methods[] = {
     {"join", py_join, METH_VARARGS,
      "join(parts, length, allocate) -> (offsets, data, validity, null_count) of the rows' concatenation, or None "
      "past 2 GiB"},
+    {"json_literals", py_json_literals, METH_VARARGS,
+     "json_literals(array, length, style, allocate) -> (offsets, data, None, 0) of each row as a JSON string "
+     "(null for a null), or None past 2 GiB"},
     {NULL, NULL, 0, NULL},
 };
 

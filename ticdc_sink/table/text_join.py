@@ -4,7 +4,8 @@ A JSON message is tens of fragments per row, and Arrow's ``binary_join_element_w
 output per call.  Where ticdc-sink-native is installed (``native/``), its ``_text_join`` writes each row once,
 from the parts' buffers; it gives the same array, byte for byte and null for null (a row with a null part is
 null), and Arrow does whatever it does not take (other types than ``string``, chunked arrays, only constants,
-over 2 GiB), with Arrow's result or error.
+over 2 GiB), with Arrow's result or error.  ``json_literals`` is its one pass over a column's JSON fragments
+(escaped, quoted, ``null`` for nulls), for ``codec/shared/json_text.py``.
 """
 
 from __future__ import annotations
@@ -42,6 +43,19 @@ def arrow_join(*parts) -> pa.Array:
     """``join`` by Arrow's kernel alone (what runs without ticdc-sink-native)."""
     return pc.binary_join_element_wise(*(string_scalar(p) if isinstance(p, str) else p for p in parts),
                                        string_scalar(""))
+
+
+def json_literals(values: pa.Array, style: str | None) -> pa.Array | None:
+    """Each value as a JSON string, ``null`` for a null: escaped in ``style`` (``json_text``'s HTML, GO_JSON or
+    PLAIN; None: as it is) between double quotes; by the native part in one pass, or None where it is not
+    installed or does not take ``values`` (the caller builds them with Arrow)."""
+    if _native is None or not isinstance(values, pa.Array) or values.type != pa.string():
+        return None
+    made = _native.json_literals(buffer_addresses(values, large=False), len(values), style, pa.allocate_buffer)
+    if made is None:
+        return None
+    offsets, data, _, _ = made
+    return pa.StringArray.from_buffers(len(values), offsets, data, None, 0)
 
 
 @functools.lru_cache(maxsize=4096)

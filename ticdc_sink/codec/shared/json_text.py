@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...table.text_join import join, string_scalar
+from ...table.text_join import join, json_literals, string_scalar
 from ...table.value_text import as_string
 
 HTML, GO_JSON, PLAIN = "html", "go-json", "plain"
@@ -87,7 +87,11 @@ def json_fragments(text: pa.Array, escape: bool = True, style: str = HTML) -> pa
 
     ``escape=False`` skips looking for characters to escape, for text known to have none.
     """
-    quoted = quote_json_array(text, style) if escape else join('"', as_string(text), '"')
+    text = as_string(text)
+    literals = json_literals(text, style if escape else None)
+    if literals is not None:
+        return literals
+    quoted = quote_json_array(text, style) if escape else join('"', text, '"')
     return pc.fill_null(quoted, _NULL)
 
 
