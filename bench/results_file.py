@@ -19,6 +19,14 @@ def kept_soak_section(output: Path) -> str:
     return "\n" + existing[existing.index(SOAK_SECTION):] if SOAK_SECTION in existing else ""
 
 
+def kept_section(existing: str, start: str, end: str) -> str:
+    """The section of ``existing`` between ``start`` and ``end``, markers included, to follow a run's new ones
+    (``--no-reads`` keeps the read section so); empty where it has none."""
+    if start not in existing or end not in existing:
+        return ""
+    return "\n" + start + existing.partition(start)[2].partition(end)[0] + end + "\n"
+
+
 def with_section(existing: str, section: str, start: str, end: str) -> str:
     """``existing`` results with ``section`` in place of the one between ``start`` and ``end`` (else before the
     Soak section, else last): a run of one section keeps every other."""

@@ -5,6 +5,7 @@
     python bench/run.py --encode-only --protocols avro   # one protocol's encoders only, no broker or Spark
     python bench/run.py --encode-only --protocols debezium --rows 100000
     python bench/run.py --read-only     # only the reads: rewrites that section of bench/RESULTS.md, keeps the rest
+    python bench/run.py --no-reads      # all but the reads: rewrites the rest, keeps the read section
 
 Measures, on the standard change feed (``feed.py``):
   - encode-only rows/s and MB/s of every implemented protocol's encoder, and of
@@ -60,7 +61,7 @@ from handwritten_checks import (CHECK_ROWS, avro_target, check_avro_baseline, ch
 from read_report import READ_SECTION_END, READ_SECTION_START, read_section  # noqa: E402
 from reads import read_runs  # noqa: E402
 from report import report_text  # noqa: E402
-from results_file import kept_soak_section, with_section, with_summary  # noqa: E402
+from results_file import kept_section, kept_soak_section, with_section, with_summary  # noqa: E402
 from spark_to_kafka import output_runs  # noqa: E402
 
 
@@ -87,6 +88,9 @@ def parse_args(argv: list[str] | None):
     parser.add_argument("--read-only", action="store_true",
                         help="only the read section (real Kafka, Spark's Kafka source from Maven Central): it "
                              "replaces that section of --output and keeps the others")
+    parser.add_argument("--no-reads", action="store_true",
+                        help="every section but the reads (which name their own run): they replace those of --output "
+                             "and its read section stays")
     parser.add_argument("--claim-check-only", action="store_true",
                         help="only the claim-check section (encode-only, no broker): it replaces that section of "
                              "--output and keeps the others")
@@ -98,8 +102,8 @@ def parse_args(argv: list[str] | None):
                         help="default: bench/RESULTS.md for a complete run, bench/.data/PARTIAL.md for any other")
     parser.add_argument("--data-dir", type=Path, default=BENCH / ".data")
     args = parser.parse_args(argv)
-    if sum((args.read_only, args.encode_only, args.claim_check_only)) > 1:
-        parser.error("--read-only, --encode-only and --claim-check-only exclude each other")
+    if sum((args.read_only, args.encode_only, args.claim_check_only, args.no_reads)) > 1:
+        parser.error("--read-only, --encode-only, --claim-check-only and --no-reads exclude each other")
     if args.small:
         args.rows, args.rss_rows = min(args.rows, 20_000), min(args.rss_rows, 20_000)
     if args.output is None:  # only a complete run replaces the committed results
@@ -158,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     existing = args.output.read_text() if args.output.exists() else ""
     with schema_registry(args) as (registry, registry_name):
         # The reads first: Spark's Kafka source is on the classpath only of a JVM its session starts.
-        reading = args.read_only or not (args.small or args.encode_only or args.claim_check_only)
+        reading = args.read_only or not (args.small or args.encode_only or args.claim_check_only or args.no_reads)
         read_text = read_section(read_runs(args, path, registry), args, registry_name) if reading else ""
         if args.claim_check_only:  # one section replaced, the others kept
             shown = claim_check_section(read_feed(path), turns=encode_turns(args))
@@ -167,8 +171,10 @@ def main(argv: list[str] | None = None) -> int:
             shown = read_text
             text = with_section(existing, shown, READ_SECTION_START, READ_SECTION_END)
         else:
-            text = shown = measured_report(args, path, registry, registry_name, read_text) + \
-                kept_soak_section(args.output)
+            shown = measured_report(args, path, registry, registry_name, read_text)
+            if args.no_reads:
+                shown += kept_section(existing, READ_SECTION_START, READ_SECTION_END)
+            text = shown + kept_soak_section(args.output)
     args.output.write_text(with_summary(text))
     print(shown)
     say(f"written to {args.output}")

@@ -131,6 +131,21 @@ def test_the_stage_table_notes_what_sharing_the_cores_costs(monkeypatch):
     assert shared_cores_note(results[:1]) == []
 
 
+def test_a_run_without_reads_keeps_the_read_section_it_did_not_measure():
+    from read_report import READ_SECTION_END, READ_SECTION_START
+    from results_file import kept_section
+
+    results = (ROOT / "bench" / "RESULTS.md").read_text()
+    kept = kept_section(results, READ_SECTION_START, READ_SECTION_END)
+    assert kept.startswith("\n" + READ_SECTION_START + "\n## Reading TiCDC topics into Spark\n")
+    assert kept.endswith(READ_SECTION_END + "\n") and kept.strip() in results
+    assert "Measured by `python bench/run.py" in kept  # the section names its own run
+    assert kept_section("# Benchmark results\n", READ_SECTION_START, READ_SECTION_END) == ""
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "run.py"), "--no-reads", "--read-only"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "exclude each other" in done.stderr
+
+
 def test_the_claim_check_section_is_rewritten_alone(tmp_path):
     output = tmp_path / "RESULTS.md"
     output.write_text("# Benchmark results\n\n## Encode only (one core)\n\nkept\n")
