@@ -122,3 +122,38 @@ def test_json_literals_leave_to_arrow_what_they_do_not_take():
     assert text_join.json_literals(pa.chunked_array([["a"]]), None) is None
     with pytest.raises(ValueError, match="no JSON escaping style"):
         text_join.json_literals(pa.array(["a"]), "xml")
+
+
+# Go's strconv.Quote (Open Protocol's binary columns): printable runes kept, the rest escaped; invalid UTF-8 (bare
+# continuation bytes, overlong forms, surrogates, truncated sequences, past U+10FFFF) byte by byte.
+QUOTED_PIECES = [b"a", b'"', b"\\", b"\x00", b"\x07", b"\x0b", b"\x1f", b"\x7f", b"\x80", b"\xff", b"\xc0\xaf",
+                 b"\xc2\xa0", b"\xc2\xad", b"\xc2\x85", "é".encode(), "\u200b".encode(), "\u2028".encode(),
+                 "\ufffd".encode(), "\ue000".encode(), "\u0378".encode(), "日".encode(), "\U0001f600".encode(),
+                 "\U0010ffff".encode(), b"\xed\xa0\x80", b"\xe0\x80\x80", b"\xf4\x90\x80\x80", b"\xf0\x9f\x98",
+                 b"\xe2\x82", b" ", b"~", b"\n", b"\t"]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_go_quoted_is_what_go_quote_body_writes(seed):
+    rng = random.Random(seed)
+    n = rng.choice([0, 1, 9, 400])
+    values = [None if rng.random() < 0.15 else b"".join(rng.choice(QUOTED_PIECES) for _ in range(rng.randrange(7)))
+              for _ in range(n + 2)]
+    for kind in (pa.binary(), pa.large_binary()):
+        array = pa.array(values, kind).slice(rng.randrange(2), n)
+        quoted = text_join.go_quoted(array)
+        assert quoted.type == pa.string() and quoted.null_count == array.null_count
+        assert quoted.to_pylist() == [None if v is None else json_text.go_quote_body(v) for v in array.to_pylist()]
+        native, text_join._native = text_join._native, None
+        try:
+            by_python = json_text.go_quoted_fragments(array, json_text.PLAIN)
+        finally:
+            text_join._native = native
+        assert json_text.go_quoted_fragments(array, json_text.PLAIN).equals(by_python)
+
+
+def test_go_quoted_escapes_as_strconv_quote():
+    values = pa.array([b'a"\\\x07\x0b\x00\x7f\xff\xc2\xa0\xe2\x80\x8b\xf0\x9f\x98\x80\xef\x80\x80', None])
+    assert text_join.go_quoted(values).to_pylist() == [
+        'a\\"\\\\\\a\\v\\x00\\x7f\\xff\\u00a0\\u200b\U0001f600\\uf000', None]
+    assert text_join.go_quoted(pa.array(["a"])) is None  # text, not bytes: quoted by json_text

@@ -37,6 +37,12 @@ static int parse_binary(PyObject *tuple, binary_t *array) {
     return 1;
 }
 
+/* Where row i starts in the data buffer (row `length`: where the rows end). */
+static inline int64_t binary_offset(const binary_t *array, Py_ssize_t i) {
+    Py_ssize_t at = array->offset + i;
+    return array->large ? ((const int64_t *)array->offsets)[at] : ((const int32_t *)array->offsets)[at];
+}
+
 /* Row i's bytes: NULL for a null (a message without key, a tombstone), else a pointer even for an empty value. */
 static inline const char *binary_at(const binary_t *array, Py_ssize_t i, size_t *len) {
     static const char empty[1];
@@ -45,15 +51,8 @@ static inline const char *binary_at(const binary_t *array, Py_ssize_t i, size_t 
         *len = 0;
         return NULL;
     }
-    int64_t start, end;
-    if (array->large) {
-        start = ((const int64_t *)array->offsets)[at];
-        end = ((const int64_t *)array->offsets)[at + 1];
-    } else {
-        start = ((const int32_t *)array->offsets)[at];
-        end = ((const int32_t *)array->offsets)[at + 1];
-    }
-    *len = (size_t)(end - start);
+    int64_t start = binary_offset(array, i);
+    *len = (size_t)(binary_offset(array, i + 1) - start);
     return array->data ? array->data + start : empty;
 }
 

@@ -50,6 +50,21 @@ static PyObject *none_unless_error(void) {
     Py_RETURN_NONE;
 }
 
+/* A function's result, (offsets, data, validity, null_count), from buffers allocated() made: their views are
+ * released, and the validity goes for None where no row is null (validity NULL: none was made). */
+static PyObject *string_array(PyObject *offsets, Py_buffer *offsets_view, PyObject *data, Py_buffer *data_view,
+                              PyObject *validity, Py_buffer *validity_view, Py_ssize_t null_count) {
+    PyBuffer_Release(offsets_view);
+    PyBuffer_Release(data_view);
+    if (validity)
+        PyBuffer_Release(validity_view);
+    if (!null_count) {
+        Py_XDECREF(validity);
+        validity = Py_NewRef(Py_None);
+    }
+    return Py_BuildValue("(NNNn)", offsets, data, validity, null_count);
+}
+
 /*
  * join(parts, length, allocate) -> (offsets, data, validity, null_count), or None where the result exceeds 32-bit
  * offsets
@@ -152,14 +167,8 @@ static PyObject *py_join(PyObject *self, PyObject *args) {
     }
     Py_END_ALLOW_THREADS
     PyMem_Free(parts);
-    PyBuffer_Release(&offsets_view);
-    PyBuffer_Release(&validity_view);
-    PyBuffer_Release(&data_view);
-    if (!null_count) {
-        Py_DECREF(validity_buffer);
-        validity_buffer = Py_NewRef(Py_None);
-    }
-    return Py_BuildValue("(NNNn)", offsets_buffer, data_buffer, validity_buffer, null_count);
+    return string_array(offsets_buffer, &offsets_view, data_buffer, &data_view, validity_buffer, &validity_view,
+                        null_count);
 }
 
 /*
@@ -312,9 +321,142 @@ static PyObject *py_json_literals(PyObject *self, PyObject *args) {
         *out++ = '"';
     }
     Py_END_ALLOW_THREADS
-    PyBuffer_Release(&offsets_view);
-    PyBuffer_Release(&data_view);
-    return Py_BuildValue("(NNOn)", offsets_buffer, data_buffer, Py_None, (Py_ssize_t)0);
+    return string_array(offsets_buffer, &offsets_view, data_buffer, &data_view, NULL, NULL, 0);
+}
+
+/* A valid UTF-8 sequence's width at bytes[0..n) and its rune, or 0 for an invalid byte (Go's utf8.DecodeRune: no
+ * overlong forms, no surrogates, nothing past U+10FFFF). */
+static int utf8_rune(const unsigned char *bytes, size_t n, uint32_t *rune) {
+    unsigned char b = bytes[0];
+    int width;
+    unsigned char low = 0x80, high = 0xBF; /* the second byte's range */
+    if (b < 0x80) {
+        *rune = b;
+        return 1;
+    } else if (b >= 0xC2 && b <= 0xDF) {
+        width = 2, *rune = b & 0x1F;
+    } else if (b >= 0xE0 && b <= 0xEF) {
+        width = 3, *rune = b & 0x0F;
+        if (b == 0xE0)
+            low = 0xA0;
+        else if (b == 0xED)
+            high = 0x9F;
+    } else if (b >= 0xF0 && b <= 0xF4) {
+        width = 4, *rune = b & 0x07;
+        if (b == 0xF0)
+            low = 0x90;
+        else if (b == 0xF4)
+            high = 0x8F;
+    } else {
+        return 0;
+    }
+    if ((size_t)width > n || bytes[1] < low || bytes[1] > high)
+        return 0;
+    for (int k = 1; k < width; k++) {
+        if (k > 1 && (bytes[k] & 0xC0) != 0x80)
+            return 0;
+        *rune = *rune << 6 | (bytes[k] & 0x3F);
+    }
+    return width;
+}
+
+static char *hex_escape(char *out, char kind, uint32_t value, int digits) {
+    static const char hex[] = "0123456789abcdef";
+    *out++ = '\\';
+    *out++ = kind;
+    for (int d = digits - 1; d >= 0; d--)
+        *out++ = hex[value >> (4 * d) & 15];
+    return out;
+}
+
+/* Go's strconv.Quote of one value, without its quotes: printable runes as they are (Go's unicode.IsPrint, which
+ * Python's str.isprintable matches), `"` and `\` after a backslash, \a \b \f \n \r \t \v, other control bytes and
+ * each byte of invalid UTF-8 as \xNN, other runes \uNNNN or \UNNNNNNNN. At most 4 bytes out per byte in. */
+static char *go_quote_body(const unsigned char *bytes, size_t len, char *out) {
+    static const char shorts[] = "\a\b\t\n\v\f\r", letters[] = "abtnvfr";
+    size_t i = 0;
+    while (i < len) {
+        uint32_t rune;
+        int width = utf8_rune(bytes + i, len - i, &rune);
+        if (!width) {
+            out = hex_escape(out, 'x', bytes[i], 2);
+            i++;
+            continue;
+        }
+        if (rune == '"' || rune == '\\') {
+            *out++ = '\\';
+            *out++ = (char)rune;
+        } else if (rune >= 0x20 && rune < 0x7F) {
+            *out++ = (char)rune;
+        } else if (rune < 0x80) {
+            const char *short_escape = rune ? strchr(shorts, (int)rune) : NULL;
+            if (short_escape) {
+                *out++ = '\\';
+                *out++ = letters[short_escape - shorts];
+            } else {
+                out = hex_escape(out, 'x', rune, 2);
+            }
+        } else if (Py_UNICODE_ISPRINTABLE(rune)) {
+            memcpy(out, bytes + i, (size_t)width);
+            out += width;
+        } else if (rune < 0x10000) {
+            out = hex_escape(out, 'u', rune, 4);
+        } else {
+            out = hex_escape(out, 'U', rune, 8);
+        }
+        i += (size_t)width;
+    }
+    return out;
+}
+
+/*
+ * go_quoted(array, length, allocate) -> (offsets, data, validity, null_count), or None past 2 GiB
+ *
+ * Each row of a binary array as Go's strconv.Quote writes it, without the quotes (Open Protocol's binary
+ * columns); a null stays null. One pass into buffers sized for the most it can write (4 bytes per byte).
+ */
+static PyObject *py_go_quoted(PyObject *self, PyObject *args) {
+    PyObject *buffers, *allocate;
+    Py_ssize_t length;
+    binary_t array;
+    if (!PyArg_ParseTuple(args, "O!nO", &PyTuple_Type, &buffers, &length, &allocate) ||
+        !parse_binary(buffers, &array))
+        return NULL;
+    if (length < 0)
+        return PyErr_Format(PyExc_ValueError, "length %zd", length);
+    int64_t span = binary_offset(&array, length) - binary_offset(&array, 0); /* the rows' bytes */
+    Py_buffer offsets_view, validity_view, data_view;
+    PyObject *offsets_buffer = allocated(allocate, (length + 1) * (Py_ssize_t)sizeof(int32_t), &offsets_view);
+    PyObject *validity_buffer = offsets_buffer ? allocated(allocate, (length + 7) / 8, &validity_view) : NULL;
+    PyObject *data_buffer = validity_buffer ? allocated_data(allocate, 4 * span, &data_view) : NULL;
+    if (!data_buffer) {
+        if (validity_buffer)
+            release(validity_buffer, &validity_view);
+        if (offsets_buffer)
+            release(offsets_buffer, &offsets_view);
+        return none_unless_error();
+    }
+    int32_t *offsets = offsets_view.buf;
+    uint8_t *validity = validity_view.buf;
+    char *data = data_view.buf, *out = data;
+    Py_ssize_t null_count = 0;
+    Py_BEGIN_ALLOW_THREADS
+    memset(validity, 0, (size_t)((length + 7) / 8));
+    offsets[0] = 0;
+    for (Py_ssize_t i = 0; i < length; i++) {
+        size_t len;
+        const char *bytes = binary_at(&array, i, &len);
+        if (bytes) {
+            validity[i >> 3] |= (uint8_t)(1u << (i & 7));
+            out = go_quote_body((const unsigned char *)bytes, len, out);
+        } else {
+            null_count++;
+        }
+        offsets[i + 1] = (int32_t)(out - data);
+    }
+    Py_END_ALLOW_THREADS
+    return string_array(offsets_buffer, &offsets_view, data_buffer, &data_view, validity_buffer, &validity_view,
+                        null_count);
 }
 
 static PyMethodDef methods[] = {
@@ -324,6 +466,9 @@ static PyMethodDef methods[] = {
     {"json_literals", py_json_literals, METH_VARARGS,
      "json_literals(array, length, style, allocate) -> (offsets, data, None, 0) of each row as a JSON string "
      "(null for a null), or None past 2 GiB"},
+    {"go_quoted", py_go_quoted, METH_VARARGS,
+     "go_quoted(array, length, allocate) -> (offsets, data, validity, null_count) of each binary row as Go's "
+     "strconv.Quote writes it, without the quotes, or None past 2 GiB"},
     {NULL, NULL, 0, NULL},
 };
 

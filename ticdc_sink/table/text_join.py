@@ -4,8 +4,9 @@ A JSON message is tens of fragments per row, and Arrow's ``binary_join_element_w
 output per call.  Where ticdc-sink-native is installed (``native/``), its ``_text_join`` writes each row once,
 from the parts' buffers; it gives the same array, byte for byte and null for null (a row with a null part is
 null), and Arrow does whatever it does not take (other types than ``string``, chunked arrays, only constants,
-over 2 GiB), with Arrow's result or error.  ``json_literals`` is its one pass over a column's JSON fragments
-(escaped, quoted, ``null`` for nulls), for ``codec/shared/json_text.py``.
+over 2 GiB), with Arrow's result or error.  ``json_literals`` (a column's JSON strings: escaped, quoted, ``null``
+for nulls) and ``go_quoted`` (binary values as Go quotes them) are its one-pass renderings of a column for
+``codec/shared/json_text.py``, which renders them itself where they give None.
 """
 
 from __future__ import annotations
@@ -56,6 +57,20 @@ def json_literals(values: pa.Array, style: str | None) -> pa.Array | None:
         return None
     offsets, data, _, _ = made
     return pa.StringArray.from_buffers(len(values), offsets, data, None, 0)
+
+
+def go_quoted(values: pa.Array) -> pa.Array | None:
+    """Each binary value as Go's ``strconv.Quote`` writes it, without the quotes (``json_text.go_quote_body``), a
+    null staying null; by the native part in one pass, or None where it is not installed or does not take
+    ``values`` (the caller quotes them in Python)."""
+    if _native is None or not isinstance(values, pa.Array) or values.type not in (pa.binary(), pa.large_binary()):
+        return None
+    made = _native.go_quoted(buffer_addresses(values, large=values.type == pa.large_binary()), len(values),
+                             pa.allocate_buffer)
+    if made is None:
+        return None
+    offsets, data, validity, null_count = made
+    return pa.StringArray.from_buffers(len(values), offsets, data, validity, null_count)
 
 
 @functools.lru_cache(maxsize=4096)

@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...table.text_join import join, json_literals, string_scalar
+from ...table.text_join import go_quoted, join, json_literals, string_scalar
 from ...table.value_text import as_string
 
 HTML, GO_JSON, PLAIN = "html", "go-json", "plain"
@@ -216,6 +216,9 @@ def go_quoted_fragments(values: pa.Array, style: str = HTML) -> pa.Array:
     """
     if isinstance(values, pa.ChunkedArray):
         values = values.combine_chunks()
+    text = go_quoted(values)
+    if text is not None:
+        return json_fragments(text, style=style)
     plain = pc.fill_null(pc.match_substring_regex(values, '^[\\x20-\\x21\\x23-\\x5b\\x5d-\\x7e]*$'), True)
     if pc.all(plain).as_py():
         text = values.cast(pa.string())
