@@ -31,7 +31,8 @@ from ticdc_sink.sink.task import WritePlan
 STAGE_ROWS = 300_000  # per protocol, of the per-stage runs: the costs per row settle well before the feed's end
 DRAIN = "Python sink that drops its input (bench-drain)"
 DELIVERIES = ("at-least-once", "exactly-once")
-E2E_TURNS = 3  # of the jobs Canal-JSON's targets compare (TURNED): its sink's, each mode, and Spark's Kafka sink's
+E2E_TURNS = 5  # of the jobs Canal-JSON's targets compare (TURNED): its sink's, each mode, Spark's Kafka sink's and
+# the drain job's (the limit's receiving half); a job of a few seconds varied by a quarter from turn to turn
 TURNED = ("canal-json",)
 PYTHON_PATH = ", native-producer=off"  # the name's tail of a run on the Python path
 EMBEDDED = "e2e-embedded"  # the section of the second Spark-to-Kafka table, on the embedded broker
@@ -109,8 +110,9 @@ def spark_jobs(spark, path: Path, rows: int, bootstrap_servers: str, protocols: 
     """Spark's noop sink, then per protocol ``format("ticdc")`` in each delivery mode and the hand-written
     ``foreachPartition`` producer (avro: the schemas of ``avro``, under its own topic's subjects); with
     ``baselines``, Spark's Kafka sink writing the shapes the protocols are held against (``BASELINE_SHAPE``),
-    and Canal-JSON's once more with the Java producer's defaults. Canal-JSON's two sink jobs and its baseline,
-    which its targets compare, run ``turns`` times in rotation (``in_turns``); the other jobs once."""
+    and Canal-JSON's once more with the Java producer's defaults. The jobs Canal-JSON's targets compare (its sink
+    jobs, its baseline, and with the baselines the drain job) run ``turns`` times in rotation (``in_turns``); the
+    other jobs once."""
     df = cached_feed(spark, path)
     shapes = sorted({BASELINE_SHAPE[protocol] for protocol in protocols}) if baselines else []
     warm_up(spark, df, bootstrap_servers, shapes)
@@ -118,12 +120,16 @@ def spark_jobs(spark, path: Path, rows: int, bootstrap_servers: str, protocols: 
     say("Spark noop sink (the input limit)")
     results.append(measured("Spark noop sink (input limit)", rows,
                             lambda: df.write.format("noop").mode("overwrite").save()))
-    say("Python sink that drops its input (what receiving the Arrow batches costs)")
-    with tempfile.TemporaryDirectory() as report_dir:
-        drain = measured(DRAIN, rows, lambda: df.write.format("bench-drain").mode("append")
-                         .option("report-dir", report_dir).save())
-        taken, seconds = drained(Path(report_dir))
-    results.append(replace(drain, stages={"receive": seconds * 1e6 / max(taken, 1)}))
+
+    def drain_job() -> Result:
+        with tempfile.TemporaryDirectory() as report_dir:
+            drain = measured(DRAIN, rows, lambda: df.write.format("bench-drain").mode("append")
+                             .option("report-dir", report_dir).save())
+            taken, seconds = drained(Path(report_dir))
+        return replace(drain, stages={"receive": seconds * 1e6 / max(taken, 1)})
+
+    results += in_turns({DRAIN: drain_job}, turns if baselines else 1,
+                        "Python sink that drops its input (what receiving the Arrow batches costs)")
     measured_shapes = set()
     for protocol in protocols:
         runs = {f"ticdc-sink {protocol}, {delivery}": functools.partial(
