@@ -4,13 +4,15 @@ and in one per core. The faster of the two is the rate no sink can beat on this 
 
 from __future__ import annotations
 
+import functools
 import multiprocessing
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-from common import CORES, Result, create_topic, delete_topic, read_feed, say, unique_topic
+from common import CORES, Result, create_topic, delete_topic, in_turns, read_feed, say, unique_topic
 from encode import routed_messages
 from feed import sink_options, topic_written
 from process_meters import broker_cpu
@@ -20,6 +22,7 @@ from ticdc_sink.kafka.messages import Messages
 from ticdc_sink.kafka.producer import FENCED_ERRORS, PURGED
 
 BARE = "bare producer"
+CHOOSING = ", one run, to choose the call"  # a comparison run's tail where the limit is taken in turns
 
 
 PRODUCE_CALLS = {  # the ways confluent-kafka takes messages, each timed by ``produce_all``
@@ -177,25 +180,31 @@ def bare_producer(bootstrap_servers: str, protocol: str, path: Path, rows: int, 
 
 
 def bare_producer_runs(bootstrap_servers: str, protocols: list[str], path: Path, rows: int,
-                       registry: str | None) -> list[Result]:
+                       registry: str | None, turns: int = 1, turned: tuple[str, ...] = ()) -> list[Result]:
     """The produce calls compared in one process on Canal-JSON's messages (one per row), or the first protocol's;
-    then with the fastest call, every protocol in one process and in one per core. The limit is the faster."""
+    then with the fastest call, every protocol in one process and in one per core. The limit is the faster.
+
+    The protocols of ``turned``, whose limit a target compares with jobs taken in turns, have theirs taken so too
+    (``turns`` times in rotation, each its median turn; ``in_turns``): the fastest of single runs, each varying by
+    a quarter, would hold medians to a lucky run. Their comparison's runs then only choose the call."""
     first = "canal-json" if "canal-json" in protocols else protocols[0]
+    first_turned = first in turned and turns > 1
     say(f"bare producer: the produce calls compared ({first}, one process)")
     compared = {call: bare_producer(bootstrap_servers, first, path, rows, registry, call, 1)
                 for call in PRODUCE_CALLS}
     best = min(compared, key=lambda call: compared[call].seconds)
-    results = list(compared.values())
+    results = [replace(r, name=r.name + CHOOSING) if first_turned else r for r in compared.values()]
     for protocol in protocols:
-        for processes in sorted({1, CORES}):
-            if protocol == first and processes == 1:
-                continue  # measured among the calls
-            say(f"bare producer limit {protocol}, {processes} process(es)")
-            results.append(bare_producer(bootstrap_servers, protocol, path, rows, registry, best, processes))
+        runs = {f"{protocol}, {processes_text(processes)}": functools.partial(
+            bare_producer, bootstrap_servers, protocol, path, rows, registry, best, processes)
+            for processes in sorted({1, CORES})
+            if not (protocol == first and processes == 1 and not first_turned)}  # else measured among the calls
+        results += in_turns(runs, turns if protocol in turned else 1, "bare producer limit")
     return results
 
 
 def bare_limit(results: list[Result], protocol: str, section: str = "e2e") -> Result | None:
-    """The fastest bare producer run of ``protocol`` in ``section``: the output limit."""
-    return max((r for r in results if r.section == section and r.name.startswith(f"{BARE} {protocol},")),
-               key=lambda r: r.rows_per_second, default=None)
+    """The fastest bare producer run of ``protocol`` in ``section`` (of those that may be limits): the output
+    limit."""
+    return max((r for r in results if r.section == section and r.name.startswith(f"{BARE} {protocol},")
+                and not r.name.endswith(CHOOSING)), key=lambda r: r.rows_per_second, default=None)

@@ -238,9 +238,9 @@ def kafka_sink_table(results: list[Result], protocols: list[str], package: str |
                 f"{untuned.rows_per_second:,.0f} rows/s, {untuned.rows_per_second / tuned.rows_per_second:.2f} of "
                 "the tuned one." if untuned and tuned else "")
     turned = ", ".join(title(p) for p in TURNED if p in protocols)
-    turns = (f" {turned}'s sink jobs, its Spark Kafka sink job and the drain job (the limit's receiving half) are "
-             f"the medians of {E2E_TURNS} turns taken in rotation; the other jobs ran once." if turned and not small
-             else "")
+    turns = (f" {turned}'s sink jobs, its Spark Kafka sink job and both halves of its limit (the drain job, the bare "
+             f"producer's runs with the fastest call) are the medians of {E2E_TURNS} turns taken in rotation; the "
+             "other jobs ran once." if turned and not small else "")
     return [
         "### The sink beside Spark's Kafka sink", "",
         "| protocol | held against | value bytes per row: the sink | Spark's Kafka sink | Spark's Kafka sink rows/s "

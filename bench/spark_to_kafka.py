@@ -32,7 +32,8 @@ STAGE_ROWS = 300_000  # per protocol, of the per-stage runs: the costs per row s
 DRAIN = "Python sink that drops its input (bench-drain)"
 DELIVERIES = ("at-least-once", "exactly-once")
 E2E_TURNS = 5  # of the jobs Canal-JSON's targets compare (TURNED): its sink's, each mode, Spark's Kafka sink's and
-# the drain job's (the limit's receiving half); a job of a few seconds varied by a quarter from turn to turn
+# both halves of its limit, the drain job's and the bare producer's; a job of a few seconds varied by a quarter
+# from turn to turn
 TURNED = ("canal-json",)
 PYTHON_PATH = ", native-producer=off"  # the name's tail of a run on the Python path
 EMBEDDED = "e2e-embedded"  # the section of the second Spark-to-Kafka table, on the embedded broker
@@ -256,7 +257,8 @@ def embedded_broker():
 def e2e_runs(spark, bootstrap_servers: str, args, path: Path, table: pa.Table, registry: str | None,
              avro: AvroTarget | None, baselines: bool) -> list[Result]:
     """The Spark-to-Kafka table's runs: the bare producers (the limits), one task's stages, the Spark jobs."""
-    results = bare_producer_runs(bootstrap_servers, args.protocols, path, args.rows, registry)
+    results = bare_producer_runs(bootstrap_servers, args.protocols, path, args.rows, registry,
+                                 1 if args.small else E2E_TURNS, TURNED)
     for protocol in args.protocols:
         say(f"per-stage costs of one task {protocol} ({min(STAGE_ROWS, table.num_rows):,} rows)")
         results.append(task_stages(bootstrap_servers, table, protocol, registry))

@@ -131,6 +131,30 @@ def test_the_stage_table_notes_what_sharing_the_cores_costs(monkeypatch):
     assert shared_cores_note(results[:1]) == []
 
 
+def test_a_turned_protocols_limit_is_the_median_of_its_turns_not_a_lucky_comparison_run(monkeypatch):
+    import limits
+    from common import Result
+
+    seconds = iter([1.0, 2.0, 3.0, 4.0][:len(PRODUCE_CALLS)]  # the comparison: the first call is the fastest
+                   + [5.0, 9.0, 5.0, 9.0, 7.0, 7.0] + [8.0] * 2)  # canal-json's turns (1 then CORES processes), avro
+
+    def run(bootstrap_servers, protocol, path, rows, registry, call, processes):
+        return Result("e2e", f"{limits.BARE} {protocol}, {limits.PRODUCE_CALLS[call]}, "
+                             f"{limits.processes_text(processes)}", 1_000_000, next(seconds))
+
+    monkeypatch.setattr(limits, "bare_producer", run)
+    monkeypatch.setattr(limits, "CORES", 2)
+    monkeypatch.setattr(limits, "say", lambda text: None)
+    monkeypatch.setattr("common.say", lambda text: None)
+    results = limits.bare_producer_runs("kafka:9092", ["canal-json", "avro"], ROOT, 1_000_000, None, 3,
+                                        ("canal-json",))
+    assert [r.name.endswith(limits.CHOOSING) for r in results].count(True) == len(PRODUCE_CALLS)
+    limit = limits.bare_limit(results, "canal-json")
+    assert limit.seconds == 5.0  # 1 process: 5, 5, 7 -> 5 s; 2 processes: 9, 9, 7 -> 9 s; not the compared 1 s
+    assert limit.name.endswith("1 process") and "median of 3 turns (5.00, 5.00, 7.00 s)" in limit.note
+    assert limits.bare_limit(results, "avro").seconds == 8.0
+
+
 def test_a_run_without_reads_keeps_the_read_section_it_did_not_measure():
     from read_report import READ_SECTION_END, READ_SECTION_START
     from results_file import kept_section
