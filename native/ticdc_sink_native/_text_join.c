@@ -183,19 +183,29 @@ typedef struct {
     int line_separators; /* U+2028 and U+2029 (E2 80 A8/A9) as \u2028 and \u2029 */
 } escapes_t;
 
+/* `\` `kind` and `value` in `digits` lowercase hex digits (\u00XX, \xNN ...); the end of what it wrote. */
+static char *hex_escape(char *out, char kind, uint32_t value, int digits) {
+    static const char hex[] = "0123456789abcdef";
+    *out++ = '\\';
+    *out++ = kind;
+    for (int d = digits - 1; d >= 0; d--)
+        *out++ = hex[value >> (4 * d) & 15];
+    return out;
+}
+
 static void escape_as(escapes_t *escapes, unsigned char byte, const char *text) {
     escapes->len[byte] = (uint8_t)strlen(text);
     memcpy(escapes->text[byte], text, escapes->len[byte]);
 }
 
 static int escapes_of(const char *style, escapes_t *escapes) {
-    static const char hex[] = "0123456789abcdef";
     int html = !strcmp(style, "html"), go_json = !strcmp(style, "go-json");
     if (!html && !go_json && strcmp(style, "plain"))
         return 0;
     memset(escapes, 0, sizeof(*escapes));
     for (int c = 0; c < 0x20; c++) {
-        char text[7] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15], 0};
+        char text[7] = {0};
+        hex_escape(text, 'u', (uint32_t)c, 4);
         escape_as(escapes, (unsigned char)c, text);
     }
     escape_as(escapes, '\\', "\\\\");
@@ -358,15 +368,6 @@ static int utf8_rune(const unsigned char *bytes, size_t n, uint32_t *rune) {
         *rune = *rune << 6 | (bytes[k] & 0x3F);
     }
     return width;
-}
-
-static char *hex_escape(char *out, char kind, uint32_t value, int digits) {
-    static const char hex[] = "0123456789abcdef";
-    *out++ = '\\';
-    *out++ = kind;
-    for (int d = digits - 1; d >= 0; d--)
-        *out++ = hex[value >> (4 * d) & 15];
-    return out;
 }
 
 /* Go's strconv.Quote of one value, without its quotes: printable runes as they are (Go's unicode.IsPrint, which

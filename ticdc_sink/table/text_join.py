@@ -52,11 +52,8 @@ def json_literals(values: pa.Array, style: str | None) -> pa.Array | None:
     installed or does not take ``values`` (the caller builds them with Arrow)."""
     if _native is None or not isinstance(values, pa.Array) or values.type != pa.string():
         return None
-    made = _native.json_literals(buffer_addresses(values, large=False), len(values), style, pa.allocate_buffer)
-    if made is None:
-        return None
-    offsets, data, _, _ = made
-    return pa.StringArray.from_buffers(len(values), offsets, data, None, 0)
+    return _string_array(len(values), _native.json_literals(buffer_addresses(values, large=False), len(values),
+                                                            style, pa.allocate_buffer))
 
 
 def go_quoted(values: pa.Array) -> pa.Array | None:
@@ -65,12 +62,8 @@ def go_quoted(values: pa.Array) -> pa.Array | None:
     ``values`` (the caller quotes them in Python)."""
     if _native is None or not isinstance(values, pa.Array) or values.type not in (pa.binary(), pa.large_binary()):
         return None
-    made = _native.go_quoted(buffer_addresses(values, large=values.type == pa.large_binary()), len(values),
-                             pa.allocate_buffer)
-    if made is None:
-        return None
-    offsets, data, validity, null_count = made
-    return pa.StringArray.from_buffers(len(values), offsets, data, validity, null_count)
+    return _string_array(len(values), _native.go_quoted(
+        buffer_addresses(values, large=values.type == pa.large_binary()), len(values), pa.allocate_buffer))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -94,8 +87,14 @@ def _native_join(parts: tuple) -> pa.Array | None:
         arguments.append(buffer_addresses(part, large=False))
     if length is None:
         return None
-    joined = _native.join(tuple(arguments), length, pa.allocate_buffer)  # ``parts`` holds the arrays meanwhile
-    if joined is None:
+    # ``parts`` holds the arrays meanwhile
+    return _string_array(length, _native.join(tuple(arguments), length, pa.allocate_buffer))
+
+
+def _string_array(length: int, made: tuple | None) -> pa.Array | None:
+    """The string array of a native function's (offsets, data, validity, null_count); None stays None (past
+    2 GiB: the caller's other way does it)."""
+    if made is None:
         return None
-    offsets, data, validity, null_count = joined
+    offsets, data, validity, null_count = made
     return pa.StringArray.from_buffers(length, offsets, data, validity, null_count)
