@@ -4,7 +4,8 @@ Every encoder's text goes through ``join``; with the package installed it is the
 Arrow's, byte for byte and null for null, over what the encoders hand it: sliced arrays, nulls, empty and
 multi-byte values, one row and none; and what it does not take must reach Arrow, for Arrow's result or error.
 Its JSON literals (``json_literals``, under ``json_text.json_fragments``) must be Arrow's
-passes' too, in each Go writer's escaping style.  The encoders' own goldens then run on both (CI's native step).
+passes' too, in each Go writer's escaping style, and its recognition of the JSON documents already in TiDB's text
+(``plain_tidb_json``) the regular expressions'.  The encoders' own goldens then run on both (CI's native step).
 """
 
 from __future__ import annotations
@@ -157,3 +158,59 @@ def test_go_quoted_escapes_as_strconv_quote():
     assert text_join.go_quoted(values).to_pylist() == [
         'a\\"\\\\\\a\\v\\x00\\x7f\\xff\\u00a0\\u200b\U0001f600\\uf000', None]
     assert text_join.go_quoted(pa.array(["a"])) is None  # text, not bytes: quoted by json_text
+
+
+# The documents TiDB's JSON recognition sees: every token kind, near misses of each (a separator without its space,
+# 19 digits, "-0", a float, an escape, U+2028, keys out of order or twice, nesting), and cut short anywhere.
+JSON_STRINGS = ['""', '"a"', '"é日\U0001f600"', '"\\n"', '"\u2028"', '"\u2029"', '"\x1f"', '"\x7f"', '"a b"', '"{"']
+JSON_NUMBERS = ["0", "7", "-7", "-0", "01", "1.5", "1e3", "123456789012345678", "1234567890123456789",
+                "-123456789012345678", "-", "+1"]
+JSON_WORDS = ["true", "false", "null", "nul", "True", "truex"]
+
+
+def random_scalar(rng: random.Random) -> str:
+    return rng.choice(rng.choice([JSON_STRINGS, JSON_NUMBERS, JSON_WORDS]))
+
+
+def random_array_text(rng: random.Random) -> str:
+    separator = rng.choice([", "] * 6 + [",", " , ", ",  "])
+    items = [random_scalar(rng) if rng.random() < 0.9 else "[1]" for _ in range(rng.randrange(4))]
+    return "[" + separator.join(items) + "]"
+
+
+def random_document(rng: random.Random) -> str:
+    kind = rng.randrange(4)
+    if kind == 0:
+        return random_scalar(rng)
+    if kind == 1:
+        return random_array_text(rng)
+    keys = sorted(rng.sample(["a", "ab", "b", "é", "\U0001f600", "", "B", "a b"], rng.randrange(5)))
+    if keys and rng.random() < 0.2:
+        keys.append(rng.choice(keys))  # a key twice, or out of order
+    colon, comma = rng.choice([": "] * 6 + [":", " : "]), rng.choice([", "] * 6 + [","])
+    members = [f'"{key}"{colon}' + (random_scalar(rng) if rng.random() < 0.6 else random_array_text(rng)
+                                    if rng.random() < 0.9 else '{"a": 1}') for key in keys]
+    document = "{" + comma.join(members) + "}"
+    return document if rng.random() < 0.9 else document[:rng.randrange(len(document) + 1)]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_plain_tidb_json_decides_as_the_regular_expressions_do(seed):
+    from ticdc_sink.changes.tidb_json import _arrow_plain_in_tidb_text
+
+    rng = random.Random(seed)
+    documents = [None if rng.random() < 0.1 else random_document(rng) for _ in range(2003)]
+    array = pa.array(documents, pa.string()).slice(3)
+    native = text_join.plain_tidb_json(array)
+    arrow = _arrow_plain_in_tidb_text(array)
+    assert native.dtype == np.bool_ and len(native) == len(array)
+    differ = [(array[i].as_py(), bool(native[i])) for i in np.flatnonzero(native != arrow)]
+    assert not differ, differ[:10]
+    assert 0.1 < native.mean() < 0.9  # both kinds are drawn
+
+
+def test_plain_tidb_json_by_hand():
+    documents = ['{"a": 1, "b": [true, "x"]}', '{"b": 1, "a": 2}', '{"a": 1, "a": 2}', '{"a": {"b": 1}}', "-0",
+                 "1234567890123456789", '"\u2028"', "[]", "{}", "", None, '{"a": 1', '{"a": 1}x', "-true"]
+    assert text_join.plain_tidb_json(pa.array(documents, pa.string())).tolist() == [
+        True, False, False, False, False, False, False, True, True, False, False, False, False, False]

@@ -6,7 +6,8 @@
  * for three parts. join() gives the same array, byte for byte and null for null (a row with a null part is
  * null), from the parts' buffers, with the GIL released. json_literals() makes a column's fragments in one pass
  * too: its values escaped as JSON and quoted, `null` for nulls, where Arrow takes a pass per character escaped,
- * one for the quotes and one for the nulls.
+ * one for the quotes and one for the nulls. plain_tidb_json() tells which JSON documents of a column TiDB would print
+ * as they are, where Arrow takes a regular expression and a split of the objects to check their keys' order.
  */
 
 #define PY_SSIZE_T_CLEAN
@@ -460,6 +461,128 @@ static PyObject *py_go_quoted(PyObject *self, PyObject *args) {
                         null_count);
 }
 
+/* The JSON documents of a few plain shapes that are in TiDB's text already (changes/tidb_json.py keeps them
+ * without a parse and a print): a scalar, an array of scalars, or an object whose members are scalars or arrays of
+ * scalars, with keys in strictly ascending byte order; strings of valid UTF-8 without escapes, control characters,
+ * U+2028 or U+2029 (which TiDB escapes); integers of at most 18 digits, no "-0" and no floats (Go prints those);
+ * TiDB's ", " and ": " between tokens and nothing else. Each scanner returns where its token ends, or NULL (also
+ * for `at` NULL, so that a chain of them stops at the first that fails). */
+static const unsigned char *plain_string(const unsigned char *at, const unsigned char *end) {
+    if (!at || at >= end || *at != '"')
+        return NULL;
+    for (at++; at < end;) {
+        unsigned char c = *at;
+        if (c == '"')
+            return at + 1;
+        if (c == '\\' || c < 0x20)
+            return NULL;
+        if (c < 0x80) {
+            at++;
+            continue;
+        }
+        uint32_t rune;
+        int width = utf8_rune(at, (size_t)(end - at), &rune);
+        if (!width || rune == 0x2028 || rune == 0x2029)
+            return NULL;
+        at += width;
+    }
+    return NULL;
+}
+
+static const unsigned char *plain_scalar(const unsigned char *at, const unsigned char *end) {
+    static const char *const words[] = {"true", "false", "null"};
+    if (!at || at >= end)
+        return NULL;
+    if (*at == '"')
+        return plain_string(at, end);
+    if (*at == '0')
+        return at + 1;
+    if (*at == '-' || (*at >= '1' && *at <= '9')) {
+        at += *at == '-';
+        if (at >= end || *at < '1' || *at > '9')
+            return NULL;
+        const unsigned char *digits = at;
+        while (at < end && *at >= '0' && *at <= '9' && at - digits < 18)
+            at++;
+        return at;
+    }
+    for (size_t w = 0; w < sizeof(words) / sizeof(*words); w++) {
+        size_t len = strlen(words[w]);
+        if ((size_t)(end - at) >= len && !memcmp(at, words[w], len))
+            return at + len;
+    }
+    return NULL;
+}
+
+/* `at` past the separator `sep` (", " or ": "), or NULL. */
+static const unsigned char *past(const unsigned char *at, const unsigned char *end, const char *sep) {
+    return at && end - at >= 2 && at[0] == sep[0] && at[1] == sep[1] ? at + 2 : NULL;
+}
+
+static const unsigned char *plain_member_value(const unsigned char *at, const unsigned char *end) {
+    if (!at || at >= end || *at != '[')
+        return plain_scalar(at, end);
+    if (++at < end && *at == ']')
+        return at + 1;
+    for (at = plain_scalar(at, end); at && at < end && *at != ']'; at = plain_scalar(past(at, end, ", "), end))
+        ;
+    return at && at < end ? at + 1 : NULL;
+}
+
+static int plain_document(const unsigned char *at, const unsigned char *end) {
+    if (at >= end || *at != '{')
+        return plain_member_value(at, end) == end;
+    if (++at < end && *at == '}')
+        return at + 1 == end;
+    const unsigned char *key = NULL;
+    size_t key_len = 0;
+    while (at) {
+        const unsigned char *key_end = plain_string(at, end);
+        if (!key_end)
+            return 0;
+        size_t len = (size_t)(key_end - at) - 2; /* its bytes between the quotes */
+        if (key) { /* strictly after the key before it */
+            int order = memcmp(key, at + 1, len < key_len ? len : key_len);
+            if (order > 0 || (order == 0 && len <= key_len))
+                return 0;
+        }
+        key = at + 1, key_len = len;
+        at = plain_member_value(past(key_end, end, ": "), end);
+        if (at && at < end && *at == '}')
+            return at + 1 == end;
+        at = past(at, end, ", ");
+    }
+    return 0;
+}
+
+/*
+ * plain_tidb_json(array, length) -> bytes
+ *
+ * One byte per row of a string array: 1 where the row is a JSON document of a plain shape in TiDB's text already
+ * (above), 0 where it is not or is null. What Arrow's regular expressions prove in tidb_json.py, in one pass.
+ */
+static PyObject *py_plain_tidb_json(PyObject *self, PyObject *args) {
+    PyObject *buffers;
+    Py_ssize_t length;
+    binary_t array;
+    if (!PyArg_ParseTuple(args, "O!n", &PyTuple_Type, &buffers, &length) || !parse_binary(buffers, &array))
+        return NULL;
+    if (length < 0)
+        return PyErr_Format(PyExc_ValueError, "length %zd", length);
+    PyObject *result = PyBytes_FromStringAndSize(NULL, length);
+    if (!result)
+        return NULL;
+    char *plain = PyBytes_AS_STRING(result);
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < length; i++) {
+        size_t len;
+        const unsigned char *bytes = (const unsigned char *)binary_at(&array, i, &len);
+        plain[i] = (char)(bytes && plain_document(bytes, bytes + len));
+    }
+    Py_END_ALLOW_THREADS
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"join", py_join, METH_VARARGS,
      "join(parts, length, allocate) -> (offsets, data, validity, null_count) of the rows' concatenation, or None "
@@ -470,6 +593,9 @@ static PyMethodDef methods[] = {
     {"go_quoted", py_go_quoted, METH_VARARGS,
      "go_quoted(array, length, allocate) -> (offsets, data, validity, null_count) of each binary row as Go's "
      "strconv.Quote writes it, without the quotes, or None past 2 GiB"},
+    {"plain_tidb_json", py_plain_tidb_json, METH_VARARGS,
+     "plain_tidb_json(array, length) -> bytes, 1 per row that is a JSON document of a plain shape in TiDB's text "
+     "already, else 0"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..table.text_join import plain_tidb_json
 from ..table.value_text import go_float_text
 
 
@@ -89,6 +90,12 @@ _PLAIN_DOCUMENT = rf"^(?:{_MEMBER_VALUE}|\{{(?:{_MEMBER}(?:, {_MEMBER})*)?\}})$"
 
 def _plain_in_tidb_text(documents: pa.StringArray) -> np.ndarray:
     """True where a document is of a plain shape and provably in TiDB's text (false for nulls)."""
+    plain = plain_tidb_json(documents)  # the same decision in one pass, where ticdc-sink-native is installed
+    return plain if plain is not None else _arrow_plain_in_tidb_text(documents)
+
+
+def _arrow_plain_in_tidb_text(documents: pa.StringArray) -> np.ndarray:
+    """``_plain_in_tidb_text`` by Arrow's regular expressions (what runs without ticdc-sink-native)."""
     plain = pc.fill_null(pc.match_substring_regex(documents, _PLAIN_DOCUMENT), False).to_numpy(zero_copy_only=False)
     objects = np.flatnonzero(plain & pc.fill_null(pc.starts_with(documents, "{"), False).to_numpy(
         zero_copy_only=False))

@@ -6,13 +6,15 @@ from the parts' buffers; it gives the same array, byte for byte and null for nul
 null), and Arrow does whatever it does not take (other types than ``string``, chunked arrays, only constants,
 over 2 GiB), with Arrow's result or error.  ``json_literals`` (a column's JSON strings: escaped, quoted, ``null``
 for nulls) and ``go_quoted`` (binary values as Go quotes them) are its one-pass renderings of a column for
-``codec/shared/json_text.py``, which renders them itself where they give None.
+``codec/shared/json_text.py``, which renders them itself where they give None; ``plain_tidb_json`` is its one-pass
+recognition of the JSON documents that ``changes/tidb_json.py`` can keep as they are.
 """
 
 from __future__ import annotations
 
 import functools
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -64,6 +66,16 @@ def go_quoted(values: pa.Array) -> pa.Array | None:
         return None
     return _string_array(len(values), _native.go_quoted(
         buffer_addresses(values, large=values.type == pa.large_binary()), len(values), pa.allocate_buffer))
+
+
+def plain_tidb_json(documents: pa.Array) -> np.ndarray | None:
+    """True where a document of a string array is of a plain shape and in TiDB's JSON text already (false for
+    nulls), as ``tidb_json``'s regular expressions decide; by the native part in one pass, or None where it is not
+    installed or does not take ``documents``."""
+    if _native is None or not isinstance(documents, pa.Array) or documents.type != pa.string():
+        return None
+    plain = _native.plain_tidb_json(buffer_addresses(documents, large=False), len(documents))
+    return np.frombuffer(plain, dtype=np.bool_).copy()
 
 
 @functools.lru_cache(maxsize=4096)
