@@ -36,7 +36,7 @@ ROUND_TRIP = Path(__file__).resolve().parent / "installed_round_trip.py"
 PACKAGE, MODULE = "ticdc_sink", "pyspark_ticdc.py"
 TAIL_LINES = 40
 # The demos run from the wheel: a JSON protocol, and one through the Schema Registry. Every protocol's demo runs in
-# the unit suite from the checkout (tests/test_cli.py); what the wheel adds is packaging, which every module's
+# the unit suite from the checkout (tests/test_demo.py); what the wheel adds is packaging, which every module's
 # import (check_imports) and these two runs cover.
 DEMOED = ("canal-json", "avro")
 
