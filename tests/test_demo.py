@@ -13,8 +13,7 @@ import subprocess
 import sys
 
 import pytest
-
-CLI = [sys.executable, "-m", "ticdc_sink"]
+from test_cli import CLI
 
 
 def demo_output(*args: str) -> str:
